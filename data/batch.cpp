@@ -1,0 +1,51 @@
+#include "data/batch.h"
+
+#include <algorithm>
+
+namespace nmt::data {
+
+torch::Tensor pad_source(const std::vector<std::vector<int32_t>>& seqs, const SpecialIds& special) {
+  size_t longest = 0;
+  for (const auto& s : seqs) longest = std::max(longest, s.size());
+  const int64_t n = static_cast<int64_t>(seqs.size()), len = static_cast<int64_t>(longest) + 1;
+  torch::Tensor out = torch::full({n, len}, special.pad, torch::kInt64);
+  auto a = out.accessor<int64_t, 2>();
+  for (int64_t r = 0; r < n; ++r) {
+    const auto& s = seqs[r];
+    for (size_t j = 0; j < s.size(); ++j) a[r][j] = s[j];
+    a[r][s.size()] = special.eos;
+  }
+  return out;
+}
+
+Batch make_batch(ShardedCorpus& corpus, const MicroBatch& micro_batch, const SpecialIds& special) {
+  Batch b;
+  b.ids = micro_batch;
+  if (micro_batch.empty()) return b;
+  const int64_t n = static_cast<int64_t>(micro_batch.size());
+  std::vector<std::vector<int32_t>> src(n), tgt(n);
+  size_t max_tgt = 0;
+  for (int64_t r = 0; r < n; ++r) {
+    corpus.read(micro_batch[r], &src[r], &tgt[r]);
+    max_tgt = std::max(max_tgt, tgt[r].size());
+    b.src_tokens += static_cast<int64_t>(src[r].size()) + 1;
+    b.tgt_tokens += static_cast<int64_t>(tgt[r].size()) + 1;
+  }
+  b.src = pad_source(src, special);
+  const int64_t t_len = static_cast<int64_t>(max_tgt) + 1;
+  b.tgt_in = torch::full({n, t_len}, special.pad, torch::kInt64);
+  b.tgt_out = torch::full({n, t_len}, special.pad, torch::kInt64);
+  auto in = b.tgt_in.accessor<int64_t, 2>();
+  auto out = b.tgt_out.accessor<int64_t, 2>();
+  for (int64_t r = 0; r < n; ++r) {
+    in[r][0] = special.bos;
+    for (size_t j = 0; j < tgt[r].size(); ++j) {
+      in[r][j + 1] = tgt[r][j];
+      out[r][j] = tgt[r][j];
+    }
+    out[r][tgt[r].size()] = special.eos;
+  }
+  return b;
+}
+
+}  // namespace nmt::data

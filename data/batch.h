@@ -1,0 +1,29 @@
+#pragma once
+// Turns a planned micro-batch into model-ready tensors.
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "data/batch_planner.h"
+#include "data/shard_format.h"
+#include "data/sharded_corpus.h"
+
+namespace nmt::data {
+
+struct Batch {
+  torch::Tensor src;      // [batch, src_len] int64: ids + EOS, right-padded with pad
+  torch::Tensor tgt_in;   // [batch, tgt_len] int64: BOS + ids (decoder input), padded
+  torch::Tensor tgt_out;  // [batch, tgt_len] int64: ids + EOS (what the decoder predicts), padded
+  std::vector<int64_t> ids;  // example index of each row
+  int64_t src_tokens = 0;    // non-pad source tokens
+  int64_t tgt_tokens = 0;    // non-pad target tokens: the loss normaliser's share
+  bool empty() const { return ids.empty(); }
+};
+
+// Reads the micro-batch's examples from `corpus` (only those) and pads them.
+Batch make_batch(ShardedCorpus& corpus, const MicroBatch& micro_batch, const SpecialIds& special);
+
+// Pads id sequences (each gets EOS appended) into [n, longest + 1] int64.
+torch::Tensor pad_source(const std::vector<std::vector<int32_t>>& seqs, const SpecialIds& special);
+
+}  // namespace nmt::data

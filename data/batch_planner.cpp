@@ -1,0 +1,151 @@
+#include "data/batch_planner.h"
+
+#include <algorithm>
+#include <numeric>
+#include <string>
+
+#include "data/data_error.h"
+
+namespace nmt::data {
+namespace {
+
+// splitmix64: a tiny, well-mixed generator whose output is fixed by its definition, so a
+// plan is the same with every compiler and standard library (std::shuffle is not).
+struct SplitMix64 {
+  uint64_t state;
+  uint64_t next() {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  // Uniform in [0, bound) by rejection (no modulo bias).
+  uint64_t below(uint64_t bound) {
+    const uint64_t limit = UINT64_MAX - UINT64_MAX % bound;
+    uint64_t x;
+    do x = next();
+    while (x >= limit);
+    return x % bound;
+  }
+};
+
+}  // namespace
+
+std::vector<MicroBatch> pack_micro_batches(const std::vector<int32_t>& src_len, const std::vector<int32_t>& tgt_len,
+                                           int64_t max_tokens) {
+  const int64_t n = static_cast<int64_t>(src_len.size());
+  std::vector<int64_t> idx(n);
+  std::iota(idx.begin(), idx.end(), 0);
+  // Sort by source length, then target length "snaking" (ascending for even source
+  // lengths, descending for odd) so that neighbours across a source-length boundary have
+  // similar target lengths too: this keeps padding on both sides low.
+  std::sort(idx.begin(), idx.end(), [&](int64_t a, int64_t b) {
+    if (src_len[a] != src_len[b]) return src_len[a] < src_len[b];
+    if (tgt_len[a] != tgt_len[b]) return (src_len[a] % 2 == 0) ? tgt_len[a] < tgt_len[b] : tgt_len[a] > tgt_len[b];
+    return a < b;
+  });
+  std::vector<MicroBatch> out;
+  MicroBatch cur;
+  int64_t longest = 0;
+  for (int64_t i : idx) {
+    const int64_t len = std::max(src_len[i], tgt_len[i]) + 1;  // + EOS (source) / BOS-EOS shift (target)
+    if (len > max_tokens)
+      throw DataError("example " + std::to_string(i) + " needs " + std::to_string(len) +
+                      " tokens, more than max_tokens = " + std::to_string(max_tokens));
+    const int64_t new_longest = std::max(longest, len);
+    if (!cur.empty() && static_cast<int64_t>(cur.size() + 1) * new_longest > max_tokens) {
+      out.push_back(std::move(cur));
+      cur.clear();
+      longest = len;
+    } else {
+      longest = new_longest;
+    }
+    cur.push_back(i);
+  }
+  if (!cur.empty()) out.push_back(std::move(cur));
+  return out;
+}
+
+std::vector<int64_t> shuffled_order(int64_t n, uint64_t seed, int64_t epoch) {
+  std::vector<int64_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  SplitMix64 rng{seed * 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(epoch) * 0xD1B54A32D192ED03ull};
+  for (int64_t i = n - 1; i > 0; --i) std::swap(order[i], order[rng.below(static_cast<uint64_t>(i) + 1)]);
+  return order;
+}
+
+double padding_fraction(const std::vector<MicroBatch>& batches, const std::vector<int32_t>& src_len,
+                        const std::vector<int32_t>& tgt_len) {
+  int64_t real = 0, total = 0;
+  for (const auto& b : batches) {
+    int64_t ms = 0, mt = 0;
+    for (int64_t i : b) {
+      ms = std::max<int64_t>(ms, src_len[i] + 1);
+      mt = std::max<int64_t>(mt, tgt_len[i] + 1);
+      real += src_len[i] + tgt_len[i] + 2;
+    }
+    total += static_cast<int64_t>(b.size()) * (ms + mt);
+  }
+  return total == 0 ? 0.0 : 1.0 - static_cast<double>(real) / static_cast<double>(total);
+}
+
+BatchPlanner::BatchPlanner(const std::vector<int32_t>& src_len, const std::vector<int32_t>& tgt_len,
+                           PlanOptions options)
+    : options_(options), packed_(pack_micro_batches(src_len, tgt_len, options.max_tokens)) {
+  if (options.world_size < 1 || options.update_freq < 1) throw DataError("planner: world_size and update_freq must be >= 1");
+  state_.slots_per_update = options.slots();
+}
+
+int64_t BatchPlanner::updates_per_epoch() const {
+  const int64_t s = options_.slots();
+  return (static_cast<int64_t>(packed_.size()) + s - 1) / s;
+}
+
+const std::vector<int64_t>& BatchPlanner::order(int64_t epoch) const {
+  if (cached_epoch_ != epoch) {
+    cached_order_ = shuffled_order(static_cast<int64_t>(packed_.size()), options_.seed, epoch);
+    cached_epoch_ = epoch;
+  }
+  return cached_order_;
+}
+
+std::vector<MicroBatch> BatchPlanner::update_slots(int64_t epoch, int64_t u) const {
+  const int64_t s = options_.slots();
+  const auto& ord = order(epoch);
+  std::vector<MicroBatch> slots(s);
+  for (int64_t k = 0; k < s; ++k) {
+    const int64_t j = u * s + k;
+    if (j < static_cast<int64_t>(ord.size())) slots[k] = packed_[ord[j]];
+  }
+  return slots;
+}
+
+std::vector<MicroBatch> BatchPlanner::rank_batches(int64_t epoch, int64_t u, int64_t rank) const {
+  std::vector<MicroBatch> slots = update_slots(epoch, u);
+  std::vector<MicroBatch> mine;
+  for (int64_t step = 0; step < options_.update_freq; ++step)
+    mine.push_back(std::move(slots[step * options_.world_size + rank]));
+  return mine;
+}
+
+std::vector<MicroBatch> BatchPlanner::next(int64_t rank, int64_t* epoch) {
+  if (epoch) *epoch = state_.epoch;
+  std::vector<MicroBatch> mine = rank_batches(state_.epoch, state_.cursor, rank);
+  if (++state_.cursor >= updates_per_epoch()) {
+    state_.cursor = 0;
+    ++state_.epoch;
+  }
+  return mine;
+}
+
+void BatchPlanner::restore(const State& state) {
+  if (state.slots_per_update != options_.slots())
+    throw DataError("planner state assumes world_size x update_freq = " + std::to_string(state.slots_per_update) +
+                    ", this run has " + std::to_string(options_.slots()));
+  if (state.epoch < 1 || state.cursor < 0 || state.cursor >= updates_per_epoch())
+    throw DataError("planner state (epoch " + std::to_string(state.epoch) + ", cursor " + std::to_string(state.cursor) +
+                    ") is outside this data's plan of " + std::to_string(updates_per_epoch()) + " updates per epoch");
+  state_ = state;
+}
+
+}  // namespace nmt::data

@@ -1,0 +1,78 @@
+#pragma once
+// Micro-batch planning (DESIGN.md, "Batches and ranks"): a pure function of (lengths,
+// seed, epoch, max_tokens, world_size x update_freq).
+//
+//   1. pack: sort examples by length and cut the sorted run into micro-batches of at most
+//      max_tokens padded tokens, counted as sentences x longest side (fairseq's count);
+//      this packing does not depend on the epoch;
+//   2. shuffle the micro-batches' order by (seed, epoch);
+//   3. deal: each update takes the next S = world_size x update_freq micro-batches; slot s
+//      goes to rank s % world_size as its accumulation step s / world_size. In the epoch's
+//      last update the tail slots may be empty: those ranks contribute zero tokens.
+//
+// Hence any two runs with equal S see the same micro-batches per update.
+#include <cstdint>
+#include <vector>
+
+namespace nmt::data {
+
+using MicroBatch = std::vector<int64_t>;  // example indices
+
+struct PlanOptions {
+  int64_t max_tokens = 4096;
+  uint64_t seed = 1;
+  int64_t world_size = 1;
+  int64_t update_freq = 1;
+  int64_t slots() const { return world_size * update_freq; }
+};
+
+// Deterministic length-sorted packing. Throws DataError if one example alone exceeds
+// max_tokens. Lengths exclude BOS/EOS; each side costs one more token once batched.
+std::vector<MicroBatch> pack_micro_batches(const std::vector<int32_t>& src_len, const std::vector<int32_t>& tgt_len,
+                                           int64_t max_tokens);
+
+// A permutation of [0, n) determined by (seed, epoch) alone, identical on every platform.
+std::vector<int64_t> shuffled_order(int64_t n, uint64_t seed, int64_t epoch);
+
+// Fraction of padding in the src and tgt tensors the micro-batches become (with EOS/BOS).
+double padding_fraction(const std::vector<MicroBatch>& batches, const std::vector<int32_t>& src_len,
+                        const std::vector<int32_t>& tgt_len);
+
+class BatchPlanner {
+ public:
+  // Where the planner stands: the next update to hand out is `cursor` of `epoch`.
+  struct State {
+    int64_t epoch = 1;
+    int64_t cursor = 0;
+    int64_t slots_per_update = 1;  // the world_size x update_freq the position assumes
+  };
+
+  BatchPlanner(const std::vector<int32_t>& src_len, const std::vector<int32_t>& tgt_len, PlanOptions options);
+
+  const PlanOptions& options() const { return options_; }
+  const std::vector<MicroBatch>& micro_batches() const { return packed_; }
+  int64_t updates_per_epoch() const;
+  // Every slot of update `u` of `epoch`, in slot order; empty micro-batches in the tail.
+  std::vector<MicroBatch> update_slots(int64_t epoch, int64_t u) const;
+  // What `rank` processes in that update: update_freq micro-batches in accumulation order.
+  std::vector<MicroBatch> rank_batches(int64_t epoch, int64_t u, int64_t rank) const;
+
+  // Returns `rank`'s micro-batches for the update at the cursor and advances it, rolling
+  // over to the next epoch after the last update. *epoch receives the update's epoch.
+  std::vector<MicroBatch> next(int64_t rank, int64_t* epoch = nullptr);
+
+  State state() const { return state_; }
+  // Throws DataError if the state assumed a different world_size x update_freq.
+  void restore(const State& state);
+
+ private:
+  const std::vector<int64_t>& order(int64_t epoch) const;
+
+  PlanOptions options_;
+  std::vector<MicroBatch> packed_;
+  State state_;
+  mutable int64_t cached_epoch_ = -1;
+  mutable std::vector<int64_t> cached_order_;
+};
+
+}  // namespace nmt::data

@@ -1,0 +1,25 @@
+#pragma once
+// Plain configuration of the data layer (no YAML here: trainer/ loads and validates it).
+#include <cstdint>
+#include <string>
+
+namespace nmt::data {
+
+struct DataConfig {
+  std::string raw_dir = "../shared/data/multi30k";  // raw text in Multi30k layout: {split}.{lang}[.gz]
+  std::string shard_dir = "data-bin/multi30k_de_en";  // where preprocess writes shards + manifest.json
+  std::string src_lang = "de";                        // source language suffix of the raw files
+  std::string tgt_lang = "en";                        // target language suffix of the raw files
+  std::string train_split = "train";                  // raw file prefix of the training split
+  std::string valid_split = "val";                    // raw file prefix used for validation
+  std::string test_split = "test_2016_flickr";        // raw file prefix evaluated by default
+  std::string spm_model = "";          // reuse this SentencePiece model instead of training one
+  int64_t vocab_size = 8000;           // joint SentencePiece vocabulary size (when training one)
+  std::string spm_model_type = "unigram";  // SentencePiece model type: unigram|bpe|char|word
+  int64_t spm_threads = 2;             // SentencePiece training threads (fixed: output is deterministic)
+  int64_t num_shards = 4;              // shards written for the training split (others get one)
+  int64_t max_len = 250;               // drop training pairs with a side longer than this (pieces)
+  int64_t max_tokens = 4096;           // padded tokens per micro-batch (sentences x longest side)
+};
+
+}  // namespace nmt::data

@@ -1,0 +1,122 @@
+#include "data/manifest.h"
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "data/data_error.h"
+
+namespace nmt::data {
+namespace {
+
+using nlohmann::json;
+
+const json& field(const json& obj, const char* key, const std::string& where, const std::string& path) {
+  if (!obj.is_object() || !obj.contains(key))
+    throw DataError(path + ": missing field '" + where + key + "'");
+  return obj.at(key);
+}
+
+int64_t int_field(const json& obj, const char* key, const std::string& where, const std::string& path) {
+  const json& v = field(obj, key, where, path);
+  if (!v.is_number_integer() || v.get<int64_t>() < 0)
+    throw DataError(path + ": field '" + where + key + "' must be a non-negative integer, got " + v.dump());
+  return v.get<int64_t>();
+}
+
+std::string str_field(const json& obj, const char* key, const std::string& where, const std::string& path) {
+  const json& v = field(obj, key, where, path);
+  if (!v.is_string()) throw DataError(path + ": field '" + where + key + "' must be a string, got " + v.dump());
+  return v.get<std::string>();
+}
+
+}  // namespace
+
+std::string Manifest::to_json() const {
+  json j;
+  j["format_version"] = format_version;
+  j["src_lang"] = src_lang;
+  j["tgt_lang"] = tgt_lang;
+  j["spm_model"] = spm_model;
+  j["spm_sha256"] = spm_sha256;
+  j["vocab_size"] = vocab_size;
+  j["special_ids"] = {{"pad", special.pad}, {"unk", special.unk}, {"bos", special.bos}, {"eos", special.eos}};
+  json splits_json = json::object();
+  for (const auto& [name, s] : splits) {
+    json shards = json::array();
+    for (const auto& sh : s.shards) shards.push_back({{"file", sh.file}, {"examples", sh.examples}, {"sha256", sh.sha256}});
+    splits_json[name] = {{"examples", s.examples},
+                         {"raw_lines", s.raw_lines},
+                         {"skipped_empty", s.skipped_empty},
+                         {"skipped_too_long", s.skipped_too_long},
+                         {"shards", shards}};
+  }
+  j["splits"] = splits_json;
+  return j.dump(2) + "\n";
+}
+
+Manifest Manifest::from_json(const std::string& text, const std::string& path) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw DataError(path + ": not valid JSON: " + e.what());
+  }
+  Manifest m;
+  m.format_version = int_field(j, "format_version", "", path);
+  if (m.format_version != kManifestFormatVersion)
+    throw DataError(path + ": field 'format_version' is " + std::to_string(m.format_version) +
+                    ", this reader supports " + std::to_string(kManifestFormatVersion));
+  m.src_lang = str_field(j, "src_lang", "", path);
+  m.tgt_lang = str_field(j, "tgt_lang", "", path);
+  m.spm_model = str_field(j, "spm_model", "", path);
+  m.spm_sha256 = str_field(j, "spm_sha256", "", path);
+  m.vocab_size = int_field(j, "vocab_size", "", path);
+  const json& sp = field(j, "special_ids", "", path);
+  m.special.pad = int_field(sp, "pad", "special_ids.", path);
+  m.special.unk = int_field(sp, "unk", "special_ids.", path);
+  m.special.bos = int_field(sp, "bos", "special_ids.", path);
+  m.special.eos = int_field(sp, "eos", "special_ids.", path);
+  for (auto [name, id] : {std::pair<const char*, int64_t>{"pad", m.special.pad}, {"unk", m.special.unk},
+                          {"bos", m.special.bos}, {"eos", m.special.eos}})
+    if (id >= m.vocab_size)
+      throw DataError(path + ": field 'special_ids." + name + "' = " + std::to_string(id) +
+                      " is outside the vocabulary of " + std::to_string(m.vocab_size));
+  const json& splits = field(j, "splits", "", path);
+  if (!splits.is_object()) throw DataError(path + ": field 'splits' must be an object");
+  for (const auto& [name, s] : splits.items()) {
+    const std::string where = "splits." + name + ".";
+    SplitEntry e;
+    e.examples = int_field(s, "examples", where, path);
+    e.raw_lines = int_field(s, "raw_lines", where, path);
+    e.skipped_empty = int_field(s, "skipped_empty", where, path);
+    e.skipped_too_long = int_field(s, "skipped_too_long", where, path);
+    const json& shards = field(s, "shards", where, path);
+    if (!shards.is_array() || shards.empty()) throw DataError(path + ": field '" + where + "shards' must be a non-empty array");
+    int64_t total = 0;
+    for (size_t i = 0; i < shards.size(); ++i) {
+      const std::string w = where + "shards[" + std::to_string(i) + "].";
+      ShardEntry sh{str_field(shards[i], "file", w, path), int_field(shards[i], "examples", w, path),
+                    str_field(shards[i], "sha256", w, path)};
+      total += sh.examples;
+      e.shards.push_back(sh);
+    }
+    if (total != e.examples)
+      throw DataError(path + ": field '" + where + "examples' = " + std::to_string(e.examples) +
+                      " but its shards hold " + std::to_string(total));
+    m.splits[name] = e;
+  }
+  return m;
+}
+
+Manifest Manifest::load(const std::string& shard_dir) {
+  const std::string path = (std::filesystem::path(shard_dir) / kManifestName).string();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw DataError(path + ": cannot open manifest (run preprocess first?)");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return from_json(ss.str(), path);
+}
+
+}  // namespace nmt::data

@@ -1,0 +1,49 @@
+#pragma once
+// manifest.json: the index of a shard directory (DESIGN.md, "Shards").
+//
+//   { "format_version": 1, "src_lang": "de", "tgt_lang": "en",
+//     "spm_model": "spm.model", "spm_sha256": "...", "vocab_size": 8000,
+//     "special_ids": {"pad": 0, "unk": 1, "bos": 2, "eos": 3},
+//     "splits": { "train": { "examples": N, "raw_lines": M, "skipped_empty": a,
+//                            "skipped_too_long": b,
+//                            "shards": [ {"file": "...h5", "examples": n, "sha256": "..."} ] } } }
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "data/shard_format.h"
+
+namespace nmt::data {
+
+struct ShardEntry {
+  std::string file;  // relative to the manifest's directory
+  int64_t examples = 0;
+  std::string sha256;
+};
+
+struct SplitEntry {
+  int64_t examples = 0;          // examples kept in the shards
+  int64_t raw_lines = 0;         // lines in the raw files
+  int64_t skipped_empty = 0;     // pairs dropped because a side was empty
+  int64_t skipped_too_long = 0;  // pairs dropped by the max_len filter
+  std::vector<ShardEntry> shards;
+};
+
+struct Manifest {
+  int64_t format_version = kManifestFormatVersion;
+  std::string src_lang, tgt_lang;
+  std::string spm_model = kSpmModelName;
+  std::string spm_sha256;
+  int64_t vocab_size = 0;
+  SpecialIds special;
+  std::map<std::string, SplitEntry> splits;
+
+  // Sorted keys and fixed indentation: equal manifests serialise to equal bytes.
+  std::string to_json() const;
+  // Parses and checks every field; errors name `path` and the field.
+  static Manifest from_json(const std::string& text, const std::string& path);
+  static Manifest load(const std::string& shard_dir);
+};
+
+}  // namespace nmt::data

@@ -1,0 +1,203 @@
+#include "data/preprocess.h"
+
+#include <sentencepiece_processor.h>
+#include <sentencepiece_trainer.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unordered_map>
+
+#include "data/data_error.h"
+#include "data/progress.h"
+#include "data/sha256.h"
+#include "data/shard_io.h"
+#include "data/text_file.h"
+
+namespace fs = std::filesystem;
+
+namespace nmt::data {
+namespace {
+
+struct RawSplit {
+  std::string name, src_path, tgt_path;
+  std::vector<std::string> src, tgt;
+};
+
+// Feeds SentencePiece the training split's source then target lines (a joint vocabulary).
+class LinesIterator : public sentencepiece::SentenceIterator {
+ public:
+  LinesIterator(const std::vector<std::string>& a, const std::vector<std::string>& b) : a_(a), b_(b) { skip_empty(); }
+  bool done() const override { return i_ >= a_.size() + b_.size(); }
+  void Next() override {
+    ++i_;
+    skip_empty();
+  }
+  const std::string& value() const override { return i_ < a_.size() ? a_[i_] : b_[i_ - a_.size()]; }
+  sentencepiece::util::Status status() const override { return {}; }
+
+ private:
+  void skip_empty() {
+    while (!done() && value().empty()) ++i_;
+  }
+  const std::vector<std::string>& a_;
+  const std::vector<std::string>& b_;
+  size_t i_ = 0;
+};
+
+std::string read_file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw DataError(path + ": cannot read");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_file_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  out.flush();
+  if (!out) throw DataError(path + ": cannot write");
+}
+
+std::string train_sentencepiece(const DataConfig& cfg, const RawSplit& train, std::FILE* log) {
+  std::fprintf(log, "preprocess: training a joint %s SentencePiece model, vocab_size %lld, on %zu + %zu lines\n",
+               cfg.spm_model_type.c_str(), static_cast<long long>(cfg.vocab_size), train.src.size(), train.tgt.size());
+  const SpecialIds ids;
+  std::unordered_map<std::string, std::string> args = {
+      {"model_type", cfg.spm_model_type},
+      {"vocab_size", std::to_string(cfg.vocab_size)},
+      {"character_coverage", "1.0"},
+      {"pad_id", std::to_string(ids.pad)},
+      {"unk_id", std::to_string(ids.unk)},
+      {"bos_id", std::to_string(ids.bos)},
+      {"eos_id", std::to_string(ids.eos)},
+      {"num_threads", std::to_string(cfg.spm_threads)},
+      {"input_sentence_size", "0"},  // all sentences: no sampling, so no randomness
+      {"minloglevel", "1"},
+  };
+  LinesIterator it(train.src, train.tgt);
+  std::string proto;
+  const auto status = sentencepiece::SentencePieceTrainer::Train(args, &it, &proto);
+  if (!status.ok())
+    throw DataError(train.src_path + ": SentencePiece training failed: " + status.ToString() +
+                    " (data.vocab_size / data.spm_model_type)");
+  return proto;
+}
+
+std::vector<int> encode(const sentencepiece::SentencePieceProcessor& sp, const std::string& line) {
+  std::vector<int> ids;
+  const auto status = sp.Encode(line, &ids);
+  if (!status.ok()) throw DataError("SentencePiece cannot encode a line: " + status.ToString());
+  return ids;
+}
+
+}  // namespace
+
+Manifest preprocess(const DataConfig& cfg, std::FILE* log) {
+  // 1. Read and check every split before writing anything.
+  std::vector<RawSplit> splits;
+  for (const std::string& name : list_splits(cfg.raw_dir, cfg.src_lang, cfg.tgt_lang)) {
+    RawSplit s;
+    s.name = name;
+    s.src_path = find_split_file(cfg.raw_dir, name, cfg.src_lang);
+    s.tgt_path = find_split_file(cfg.raw_dir, name, cfg.tgt_lang);
+    s.src = read_lines(s.src_path);
+    s.tgt = read_lines(s.tgt_path);
+    if (s.src.size() != s.tgt.size())
+      throw DataError(s.src_path + " has " + std::to_string(s.src.size()) + " lines but " + s.tgt_path + " has " +
+                      std::to_string(s.tgt.size()) + ": a parallel split needs equal line counts");
+    splits.push_back(std::move(s));
+  }
+  const RawSplit* train = nullptr;
+  for (const auto& s : splits)
+    if (s.name == cfg.train_split) train = &s;
+  if (!train)
+    throw DataError(cfg.raw_dir + ": no training split '" + cfg.train_split + "." + cfg.src_lang + "' with '" +
+                    cfg.train_split + "." + cfg.tgt_lang + "' (data.raw_dir, data.train_split)");
+
+  // 2. The vocabulary: reuse a given model or train a joint one.
+  const std::string proto = cfg.spm_model.empty() ? train_sentencepiece(cfg, *train, log) : read_file_bytes(cfg.spm_model);
+  const std::string spm_source = cfg.spm_model.empty() ? std::string("trained model") : cfg.spm_model;
+  sentencepiece::SentencePieceProcessor sp;
+  if (!sp.LoadFromSerializedProto(proto).ok()) throw DataError(spm_source + ": not a SentencePiece model");
+  Manifest m;
+  m.src_lang = cfg.src_lang;
+  m.tgt_lang = cfg.tgt_lang;
+  m.spm_sha256 = sha256_hex(proto);
+  m.vocab_size = sp.GetPieceSize();
+  m.special = {sp.pad_id(), sp.unk_id(), sp.bos_id(), sp.eos_id()};
+  if (m.special.pad < 0 || m.special.bos < 0 || m.special.eos < 0)
+    throw DataError(spm_source + ": the SentencePiece model needs pad, bos and eos ids (train it with --pad_id etc.)");
+
+  // 3. Encode and shard every split into a temporary directory.
+  fs::create_directories(cfg.shard_dir);
+  const fs::path tmp = fs::path(cfg.shard_dir) / (".tmp-preprocess-" + std::to_string(::getpid()));
+  fs::remove_all(tmp);
+  fs::create_directories(tmp);
+  std::vector<std::string> outputs;
+  try {
+    write_file_bytes((tmp / kSpmModelName).string(), proto);
+    for (const RawSplit& s : splits) {
+      const bool is_train = s.name == cfg.train_split;
+      FlatIds src, tgt;
+      SplitEntry entry;
+      entry.raw_lines = static_cast<int64_t>(s.src.size());
+      Progress progress("preprocess " + s.name, entry.raw_lines, log);
+      for (size_t i = 0; i < s.src.size(); ++i) {
+        if (i % 1000 == 0) progress.update(static_cast<int64_t>(i));
+        if (is_train && (s.src[i].empty() || s.tgt[i].empty())) {
+          ++entry.skipped_empty;
+          continue;
+        }
+        std::vector<int> a = encode(sp, s.src[i]), b = encode(sp, s.tgt[i]);
+        if (is_train && (static_cast<int64_t>(a.size()) > cfg.max_len || static_cast<int64_t>(b.size()) > cfg.max_len)) {
+          ++entry.skipped_too_long;
+          continue;
+        }
+        src.push_back(a);
+        tgt.push_back(b);
+      }
+      progress.finish();
+      entry.examples = src.size();
+      if (entry.examples == 0) throw DataError(s.src_path + ": no usable sentence pairs");
+      const int64_t n_shards = std::min<int64_t>(is_train ? cfg.num_shards : 1, entry.examples);
+      for (int64_t k = 0; k < n_shards; ++k) {
+        // Contiguous, near-equal ranges keep the original order across shards.
+        const int64_t lo = entry.examples * k / n_shards, hi = entry.examples * (k + 1) / n_shards;
+        FlatIds s_part, t_part;
+        for (int64_t i = lo; i < hi; ++i) {
+          s_part.tokens.insert(s_part.tokens.end(), src.tokens.begin() + src.offsets[i], src.tokens.begin() + src.offsets[i + 1]);
+          s_part.offsets.push_back(static_cast<int64_t>(s_part.tokens.size()));
+          t_part.tokens.insert(t_part.tokens.end(), tgt.tokens.begin() + tgt.offsets[i], tgt.tokens.begin() + tgt.offsets[i + 1]);
+          t_part.offsets.push_back(static_cast<int64_t>(t_part.tokens.size()));
+        }
+        const std::string file = shard_file_name(s.name, k, n_shards);
+        const std::string path = (tmp / file).string();
+        write_shard(path, {kShardFormatVersion, s.name, k, n_shards, hi - lo, m.vocab_size, m.spm_sha256}, s_part, t_part);
+        entry.shards.push_back({file, hi - lo, sha256_file(path)});
+        outputs.push_back(file);
+      }
+      std::fprintf(log, "preprocess: %s: %lld pairs in %lld shard(s); skipped %lld with an empty side, %lld longer than max_len %lld\n",
+                   s.name.c_str(), static_cast<long long>(entry.examples), static_cast<long long>(n_shards),
+                   static_cast<long long>(entry.skipped_empty), static_cast<long long>(entry.skipped_too_long),
+                   static_cast<long long>(cfg.max_len));
+      m.splits[s.name] = std::move(entry);
+    }
+    write_file_bytes((tmp / kManifestName).string(), m.to_json());
+  } catch (...) {
+    fs::remove_all(tmp);
+    throw;
+  }
+  // 4. Publish: shards and model first, the manifest (which names them) last.
+  outputs.push_back(kSpmModelName);
+  outputs.push_back(kManifestName);
+  for (const std::string& f : outputs) fs::rename(tmp / f, fs::path(cfg.shard_dir) / f);
+  fs::remove_all(tmp);
+  std::fprintf(log, "preprocess: wrote %s (vocabulary %lld pieces)\n", (fs::path(cfg.shard_dir) / kManifestName).c_str(),
+               static_cast<long long>(m.vocab_size));
+  return m;
+}
+
+}  // namespace nmt::data

@@ -1,0 +1,63 @@
+#pragma once
+// Reading and writing one HDF5 shard (format: shard_format.h).
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace nmt::data {
+
+// The ids of one side of a set of examples, flat with offsets (size n + 1, starting at 0).
+struct FlatIds {
+  std::vector<int32_t> tokens;
+  std::vector<int64_t> offsets{0};
+  int64_t size() const { return static_cast<int64_t>(offsets.size()) - 1; }
+  void push_back(const std::vector<int>& ids) {
+    tokens.insert(tokens.end(), ids.begin(), ids.end());
+    offsets.push_back(static_cast<int64_t>(tokens.size()));
+  }
+};
+
+struct ShardHeader {
+  int64_t format_version = 0;
+  std::string split;
+  int64_t shard_index = 0;
+  int64_t num_shards = 0;
+  int64_t num_examples = 0;
+  int64_t vocab_size = 0;
+  std::string spm_sha256;
+};
+
+// Writes a shard so that equal inputs give byte-identical files. Throws DataError.
+void write_shard(const std::string& path, const ShardHeader& header, const FlatIds& src, const FlatIds& tgt);
+
+// An open shard: header and both offset arrays are read and validated on open; token
+// ids are read on demand, one example at a time, so a rank reads only what it uses.
+class ShardReader {
+ public:
+  // Throws DataError naming `path` and the field when the file is not a valid shard.
+  explicit ShardReader(const std::string& path);
+  ~ShardReader();
+  ShardReader(ShardReader&&) noexcept;
+  ShardReader& operator=(ShardReader&&) noexcept;
+
+  const std::string& path() const { return path_; }
+  const ShardHeader& header() const { return header_; }
+  const std::vector<int64_t>& src_offsets() const { return src_offsets_; }
+  const std::vector<int64_t>& tgt_offsets() const { return tgt_offsets_; }
+
+  // Appends the ids of example `i` (0-based within this shard) to `src` / `tgt`; checks
+  // each id is in [0, vocab_size). Adds the bytes read to token_bytes_read().
+  void read_example(int64_t i, std::vector<int32_t>* src, std::vector<int32_t>* tgt);
+  int64_t token_bytes_read() const { return token_bytes_read_; }
+
+ private:
+  struct Handles;
+  std::string path_;
+  ShardHeader header_;
+  std::vector<int64_t> src_offsets_, tgt_offsets_;
+  std::unique_ptr<Handles> h_;
+  int64_t token_bytes_read_ = 0;
+};
+
+}  // namespace nmt::data

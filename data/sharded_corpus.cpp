@@ -1,0 +1,78 @@
+#include "data/sharded_corpus.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "data/data_error.h"
+#include "data/sha256.h"
+
+namespace fs = std::filesystem;
+
+namespace nmt::data {
+
+ShardedCorpus::ShardedCorpus(const std::string& shard_dir, const std::string& split)
+    : dir_(shard_dir), split_(split), manifest_(Manifest::load(shard_dir)) {
+  const std::string manifest_path = (fs::path(dir_) / kManifestName).string();
+  auto it = manifest_.splits.find(split);
+  if (it == manifest_.splits.end())
+    throw DataError(manifest_path + ": no split '" + split + "' (field 'splits')");
+  const std::string spm_path = (fs::path(dir_) / manifest_.spm_model).string();
+  if (!fs::exists(spm_path)) throw DataError(spm_path + ": SentencePiece model named by the manifest is missing");
+  if (sha256_file(spm_path) != manifest_.spm_sha256)
+    throw DataError(spm_path + ": checksum differs from the manifest's field 'spm_sha256'");
+
+  const SplitEntry& entry = it->second;
+  shard_begin_.push_back(0);
+  for (size_t k = 0; k < entry.shards.size(); ++k) {
+    const ShardEntry& se = entry.shards[k];
+    const std::string path = (fs::path(dir_) / se.file).string();
+    if (!fs::exists(path)) throw DataError(path + ": shard listed in " + manifest_path + " is missing");
+    ShardReader r(path);
+    const ShardHeader& h = r.header();
+    auto mismatch = [&](const std::string& field, const std::string& got, const std::string& want) {
+      return DataError(path + ": field '" + field + "' is " + got + " but the manifest says " + want);
+    };
+    if (h.split != split) throw mismatch("split", h.split, split);
+    if (h.shard_index != static_cast<int64_t>(k)) throw mismatch("shard_index", std::to_string(h.shard_index), std::to_string(k));
+    if (h.num_shards != static_cast<int64_t>(entry.shards.size()))
+      throw mismatch("num_shards", std::to_string(h.num_shards), std::to_string(entry.shards.size()));
+    if (h.num_examples != se.examples) throw mismatch("num_examples", std::to_string(h.num_examples), std::to_string(se.examples));
+    if (h.vocab_size != manifest_.vocab_size)
+      throw mismatch("vocab_size", std::to_string(h.vocab_size), std::to_string(manifest_.vocab_size));
+    if (h.spm_sha256 != manifest_.spm_sha256)
+      throw mismatch("spm_sha256", h.spm_sha256, manifest_.spm_sha256 + " (vocabulary mismatch)");
+    for (int64_t i = 0; i < h.num_examples; ++i) {
+      src_len_.push_back(static_cast<int32_t>(r.src_offsets()[i + 1] - r.src_offsets()[i]));
+      tgt_len_.push_back(static_cast<int32_t>(r.tgt_offsets()[i + 1] - r.tgt_offsets()[i]));
+    }
+    shard_begin_.push_back(shard_begin_.back() + h.num_examples);
+    shards_.push_back(std::move(r));
+  }
+  verified_.assign(shards_.size(), false);
+}
+
+void ShardedCorpus::verify_checksum(size_t k) {
+  if (verified_[k]) return;
+  const ShardEntry& se = manifest_.splits.at(split_).shards[k];
+  if (sha256_file(shards_[k].path()) != se.sha256)
+    throw DataError(shards_[k].path() + ": checksum differs from the manifest's field 'splits." + split_ + ".shards[" +
+                    std::to_string(k) + "].sha256' (corrupt shard)");
+  verified_[k] = true;
+}
+
+void ShardedCorpus::read(int64_t i, std::vector<int32_t>* src, std::vector<int32_t>* tgt) {
+  if (i < 0 || i >= size()) throw DataError(dir_ + ": example " + std::to_string(i) + " out of range");
+  const size_t k = std::upper_bound(shard_begin_.begin(), shard_begin_.end(), i) - shard_begin_.begin() - 1;
+  verify_checksum(k);
+  src->clear();
+  tgt->clear();
+  shards_[k].read_example(i - shard_begin_[k], src, tgt);
+}
+
+int64_t ShardedCorpus::token_bytes_read() const {
+  int64_t n = 0;
+  for (const auto& s : shards_) n += s.token_bytes_read();
+  return n;
+}
+
+}  // namespace nmt::data

@@ -1,0 +1,43 @@
+#pragma once
+// One split of a shard directory, as the trainer sees it: every example's lengths up
+// front (for planning), token ids read on demand (so each rank reads only its own).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "data/manifest.h"
+#include "data/shard_io.h"
+
+namespace nmt::data {
+
+class ShardedCorpus {
+ public:
+  // Validates the manifest, the SentencePiece model's checksum, and every shard's header
+  // and offsets against the manifest. Shard checksums are verified lazily, before a
+  // shard's token data is first used. Throws DataError naming file and field.
+  ShardedCorpus(const std::string& shard_dir, const std::string& split);
+
+  const Manifest& manifest() const { return manifest_; }
+  const std::string& split() const { return split_; }
+  int64_t size() const { return static_cast<int64_t>(src_len_.size()); }
+  // Lengths in pieces, without BOS/EOS. Index = global example index (shard order).
+  const std::vector<int32_t>& src_lengths() const { return src_len_; }
+  const std::vector<int32_t>& tgt_lengths() const { return tgt_len_; }
+
+  // Replaces *src / *tgt with the ids of example `i`.
+  void read(int64_t i, std::vector<int32_t>* src, std::vector<int32_t>* tgt);
+  // Token bytes read from shard files so far (checksums not included).
+  int64_t token_bytes_read() const;
+
+ private:
+  void verify_checksum(size_t shard);
+
+  std::string dir_, split_;
+  Manifest manifest_;
+  std::vector<ShardReader> shards_;
+  std::vector<bool> verified_;
+  std::vector<int64_t> shard_begin_;  // global index of each shard's first example, plus the total
+  std::vector<int32_t> src_len_, tgt_len_;
+};
+
+}  // namespace nmt::data

@@ -1,0 +1,67 @@
+#include "data/text_file.h"
+
+#include <zlib.h>
+
+#include <filesystem>
+#include <memory>
+#include <set>
+
+#include "data/data_error.h"
+
+namespace fs = std::filesystem;
+
+namespace nmt::data {
+
+std::vector<std::string> read_lines(const std::string& path) {
+  std::unique_ptr<gzFile_s, int (*)(gzFile)> f(gzopen(path.c_str(), "rb"), &gzclose);
+  if (!f) throw DataError(path + ": cannot open");
+  std::vector<std::string> lines;
+  std::string line;
+  char buf[1 << 14];
+  for (;;) {
+    char* got = gzgets(f.get(), buf, sizeof(buf));
+    if (!got) break;
+    line.append(got);
+    if (!line.empty() && line.back() == '\n') {
+      line.pop_back();
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      lines.push_back(std::move(line));
+      line.clear();
+    }
+  }
+  int err = 0;
+  const char* msg = gzerror(f.get(), &err);
+  if (err != Z_OK && err != Z_STREAM_END)
+    throw DataError(path + ": read error after line " + std::to_string(lines.size()) + ": " + msg);
+  if (!line.empty()) {  // last line without a newline
+    if (line.back() == '\r') line.pop_back();
+    lines.push_back(std::move(line));
+  }
+  return lines;
+}
+
+std::string find_split_file(const std::string& dir, const std::string& split, const std::string& lang) {
+  for (const std::string& suffix : {std::string(), std::string(".gz")}) {
+    fs::path p = fs::path(dir) / (split + "." + lang + suffix);
+    if (fs::is_regular_file(p)) return p.string();
+  }
+  return "";
+}
+
+std::vector<std::string> list_splits(const std::string& dir, const std::string& src_lang,
+                                     const std::string& tgt_lang) {
+  if (!fs::is_directory(dir)) throw DataError(dir + ": raw data directory does not exist");
+  std::set<std::string> prefixes;
+  const std::string suffix = "." + src_lang;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    std::string name = entry.path().filename().string();
+    if (name.size() > 3 && name.compare(name.size() - 3, 3, ".gz") == 0) name.resize(name.size() - 3);
+    if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      std::string split = name.substr(0, name.size() - suffix.size());
+      if (!find_split_file(dir, split, tgt_lang).empty()) prefixes.insert(split);
+    }
+  }
+  return {prefixes.begin(), prefixes.end()};
+}
+
+}  // namespace nmt::data

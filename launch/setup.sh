@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Installs every dependency of the project, idempotently:
+#   - Debian packages (Open MPI, HDF5, yaml-cpp, GoogleTest, SentencePiece, CLI11,
+#     spdlog/fmt, nlohmann-json, OpenSSL, zlib, ninja, ccache, cmake);
+#   - one pinned torch wheel from PyPI in a virtual environment that carries LibTorch
+#     (headers, libraries, CMake config) and the NCCL it loads, plus the Python
+#     reference tools the tests use (h5py, sacreBLEU).
+# The virtual environment lives in a per-user cache keyed by the pins, outside the clone,
+# so every fresh clone (CI builds one per run) shares it. A second run with everything
+# present only checks and prints the environment to use.
+#
+# Prints nothing on stdout but `export` lines, so callers can `eval "$(launch/setup.sh)"`.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=versions.env
+source "$here/versions.env"
+
+PYTHON=${PYTHON:-python3}
+py_tag=$("$PYTHON" -c 'import sys; print(f"py{sys.version_info[0]}.{sys.version_info[1]}")')
+CACHE_ROOT=${NMTRAIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nmtrain}
+VENV=$CACHE_ROOT/venv-torch$TORCH_VERSION-$py_tag
+STAMP=$VENV/.complete-sacrebleu$SACREBLEU_VERSION-h5py$H5PY_VERSION-numpy$NUMPY_VERSION
+
+log() { echo "[setup] $*" >&2; }
+
+DEBIAN_PACKAGES=(
+  build-essential cmake ninja-build ccache pkg-config
+  openmpi-bin libopenmpi-dev
+  libhdf5-dev
+  libyaml-cpp-dev
+  libgtest-dev libgmock-dev googletest
+  libsentencepiece-dev sentencepiece
+  libcli11-dev
+  libspdlog-dev libfmt-dev
+  nlohmann-json3-dev
+  libssl-dev zlib1g-dev
+)
+
+missing=()
+for p in "${DEBIAN_PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if ((${#missing[@]})); then
+  log "installing Debian packages: ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+
+if [ ! -f "$STAMP" ]; then
+  log "creating $VENV (torch==$TORCH_VERSION; a large download the first time)"
+  mkdir -p "$CACHE_ROOT"
+  "$PYTHON" -m venv "$VENV" >&2
+  "$VENV/bin/pip" install -q --upgrade pip >&2
+  "$VENV/bin/pip" install -q "torch==$TORCH_VERSION" "sacrebleu==$SACREBLEU_VERSION" \
+      "h5py==$H5PY_VERSION" "numpy==$NUMPY_VERSION" >&2
+  touch "$STAMP"
+fi
+
+TORCH_DIR=$("$VENV/bin/python" -c 'import os, torch; print(os.path.dirname(torch.__file__))')
+echo "export NMTRAIN_VENV=$VENV"
+echo "export Torch_DIR=$TORCH_DIR/share/cmake/Torch"
+echo "export CCACHE_DIR=\${CCACHE_DIR:-$CACHE_ROOT/ccache}"
+log "ready: torch $TORCH_VERSION in $VENV"

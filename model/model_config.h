@@ -1,0 +1,22 @@
+#pragma once
+// Plain configuration of the Transformer (no YAML here: trainer/ loads and validates it).
+#include <cstdint>
+
+namespace nmt::model {
+
+struct ModelConfig {
+  int64_t vocab_size = 0;         // joint vocabulary size; set from the shard manifest, not from YAML
+  int64_t pad_id = 0;             // padding id; set from the shard manifest
+  int64_t d_model = 512;          // embedding and hidden width
+  int64_t ffn_dim = 2048;         // inner width of the position-wise feed-forward network
+  int64_t heads = 8;              // attention heads (must divide d_model)
+  int64_t encoder_layers = 6;     // encoder blocks
+  int64_t decoder_layers = 6;     // decoder blocks
+  double dropout = 0.1;           // dropout on embeddings and residual branches
+  double attention_dropout = 0.0; // dropout on attention weights
+  double activation_dropout = 0.0;  // dropout after the FFN's ReLU
+  bool pre_norm = false;          // LayerNorm before each sublayer (true) or after the residual (paper)
+  int64_t max_positions = 1024;   // longest sequence the sinusoidal table covers
+};
+
+}  // namespace nmt::model

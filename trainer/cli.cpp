@@ -1,0 +1,43 @@
+#include "trainer/cli.h"
+
+#include <cstdio>
+#include <exception>
+
+namespace nmt::trainer {
+
+void add_config_options(CLI::App& app, ConfigArgs& args) {
+  app.add_option("--config", args.config_path, "YAML configuration file")->required();
+  app.add_option("overrides", args.overrides, "configuration overrides, e.g. train.max_updates=100 data.max_tokens=2048");
+  app.add_flag("--print-config", args.print_config, "print the resolved configuration as YAML and exit");
+}
+
+bool resolve_config(const ConfigArgs& args, Needs needs, Config* cfg) {
+  *cfg = load_config(args.config_path, args.overrides);
+  if (args.print_config) {
+    validate(*cfg, Needs::kNothing);
+    std::fputs(to_yaml(*cfg).c_str(), stdout);
+    return false;
+  }
+  validate(*cfg, needs);
+  return true;
+}
+
+int parse_cli(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);  // help to stdout with 0; usage errors to stderr with non-zero
+  }
+  return -1;
+}
+
+int run_main(const char* program, const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: error: %s\n", program, e.what());
+    return 1;
+  }
+}
+
+}  // namespace nmt::trainer

@@ -1,0 +1,33 @@
+#pragma once
+// What every executable's main shares: `--config C [key=value ...] [--print-config]`,
+// and turning an exception into one message and an exit code, once.
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "trainer/config_loader.h"
+
+namespace nmt::trainer {
+
+struct ConfigArgs {
+  std::string config_path;
+  std::vector<std::string> overrides;
+  bool print_config = false;
+};
+
+// Adds --config, the positional key=value overrides and --print-config to `app`.
+void add_config_options(CLI::App& app, ConfigArgs& args);
+
+// Loads and validates the configuration; with --print-config prints it and returns false.
+bool resolve_config(const ConfigArgs& args, Needs needs, Config* cfg);
+
+// Parses the command line; returns -1 to go on, else the exit code (--help, usage error).
+int parse_cli(CLI::App& app, int argc, char** argv);
+
+// Runs `body`, mapping CLI11's help/usage exits and any exception to a message on stderr
+// (prefixed with `program`) and an exit code. Library code throws; only this catches.
+int run_main(const char* program, const std::function<int()>& body);
+
+}  // namespace nmt::trainer

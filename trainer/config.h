@@ -1,0 +1,78 @@
+#pragma once
+// The whole resolved configuration: one plain struct per component, composed here.
+// trainer/ is the only place that reads YAML (config_loader.h).
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "data/data_config.h"
+#include "dist/dist_config.h"
+#include "model/model_config.h"
+
+namespace nmt::trainer {
+
+struct OptimConfig {
+  double beta1 = 0.9;             // Adam beta1
+  double beta2 = 0.98;            // Adam beta2
+  double eps = 1e-9;              // Adam epsilon
+  double weight_decay = 0.0;      // decoupled weight decay (AdamW style); 0 = plain Adam
+  double clip_norm = 0.0;         // clip the global gradient norm to this (0 = no clipping)
+  double label_smoothing = 0.1;   // epsilon of the label-smoothed cross-entropy
+};
+
+struct ScheduleConfig {
+  std::string type = "noam";      // noam|inverse_sqrt|constant
+  int64_t warmup_updates = 4000;  // linear warmup length in updates
+  double factor = 1.0;            // noam: lr = factor * d_model^-0.5 * min(u^-0.5, u * warmup^-1.5)
+  double lr = 5e-4;               // inverse_sqrt / constant: peak learning rate
+  double warmup_init_lr = 0.0;    // inverse_sqrt: learning rate at update 0
+};
+
+struct TrainConfig {
+  int64_t seed = 1;               // seeds parameters, dropout and the batch order
+  int64_t threads = 1;            // intra-op threads per rank
+  int64_t max_updates = 0;        // stop after this many updates (0 = no limit)
+  int64_t max_epochs = 0;         // stop after this many epochs (0 = no limit)
+  double max_minutes = 0.0;       // stop after this much training wall-clock (0 = no limit)
+  int64_t update_freq = 1;        // micro-batches accumulated per rank per update
+  int64_t validate_interval_updates = 1000;  // validate every N updates (and at the end)
+  int64_t save_interval_updates = 1000;      // write update_<N>.pt every N updates (0 = only last/best)
+  int64_t keep_last = 5;          // keep this many update_<N>.pt checkpoints (0 = keep all)
+  int64_t log_interval = 10;      // log training metrics every N updates
+  int64_t patience = 0;           // stop after N validations without improvement (0 = off)
+  std::string save_dir = "runs/default";  // checkpoints, logs and metrics.jsonl go here
+  std::string device = "auto";    // auto|cpu|cuda (auto = cuda when available)
+  std::string precision = "fp32"; // fp32|bf16|fp16
+};
+
+struct EvalConfig {
+  int64_t beam = 5;               // beam size (1 = greedy)
+  double lenpen = 1.0;            // length penalty alpha: score / length^alpha
+  double max_len_a = 1.2;         // hypotheses stop at max_len_a * src_len + max_len_b pieces
+  int64_t max_len_b = 10;
+  int64_t max_tokens = 4096;      // source tokens per decoding batch
+  int64_t nbest = 1;              // translate: hypotheses printed per sentence
+};
+
+struct DebugConfig {
+  bool anomaly = false;           // autograd anomaly detection (slow; finds the op that made a NaN)
+  bool check_finite = true;       // stop on a NaN/Inf loss or gradient, naming update and parameter
+  int64_t fault_rank = -1;        // fault injection for tests: this rank throws ...
+  int64_t fault_update = -1;      // ... at this update
+};
+
+struct Config {
+  data::DataConfig data;
+  model::ModelConfig model;
+  OptimConfig optim;
+  ScheduleConfig schedule;
+  TrainConfig train;
+  dist::DistConfig dist;
+  EvalConfig eval;
+  DebugConfig debug;
+
+  // Where each key got its value ("file.yaml:12", "command line 'a.b=v'"); defaults absent.
+  std::map<std::string, std::string> origin;
+};
+
+}  // namespace nmt::trainer

@@ -1,0 +1,13 @@
+#pragma once
+#include <stdexcept>
+#include <string>
+
+namespace nmt::trainer {
+
+// A configuration problem; the message names the key, the value, and where it was set.
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace nmt::trainer

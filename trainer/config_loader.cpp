@@ -1,0 +1,302 @@
+#include "trainer/config_loader.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <functional>
+#include <set>
+
+#include "trainer/config_error.h"
+
+namespace fs = std::filesystem;
+
+namespace nmt::trainer {
+namespace {
+
+// One configuration key: how to read it from YAML, print it, and check its value.
+struct Field {
+  std::string key;   // "section.name"
+  std::string type;  // for messages: integer, number, boolean, string
+  std::function<void(Config&, const YAML::Node&)> set;   // throws YAML::Exception on a bad type
+  std::function<std::string(const Config&)> text;        // value as YAML scalar text
+  std::function<std::string(const Config&)> problem;     // "" when the value is acceptable
+};
+
+template <typename T>
+std::string scalar_text(const T& v) {
+  if constexpr (std::is_same_v<T, bool>) return v ? "true" : "false";
+  else if constexpr (std::is_same_v<T, std::string>) return v;
+  else if constexpr (std::is_floating_point_v<T>) {
+    std::string s = fmt::format("{}", v);  // shortest text that parses back to the same double
+    if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+    return s;
+  } else return std::to_string(v);
+}
+
+template <typename T> const char* type_name() {
+  if constexpr (std::is_same_v<T, bool>) return "boolean";
+  else if constexpr (std::is_same_v<T, std::string>) return "string";
+  else if constexpr (std::is_floating_point_v<T>) return "number";
+  else return "integer";
+}
+
+struct Range {
+  double lo, hi;
+};
+struct OneOf {
+  std::vector<std::string> values;
+};
+struct Any {};
+
+template <typename T, typename Get, typename Rule>
+Field make_field(std::string key, Get get, Rule rule) {
+  Field f;
+  f.key = std::move(key);
+  f.type = type_name<T>();
+  f.set = [get](Config& c, const YAML::Node& n) {
+    if (!n.IsScalar()) throw YAML::TypedBadConversion<T>(n.Mark());
+    get(c) = n.as<T>();
+  };
+  f.text = [get](const Config& c) { return scalar_text(get(const_cast<Config&>(c))); };
+  f.problem = [get, rule](const Config& c) -> std::string {
+    const T& v = get(const_cast<Config&>(c));
+    if constexpr (std::is_same_v<Rule, Range>) {
+      if constexpr (std::is_arithmetic_v<T>) {
+        if (!(static_cast<double>(v) >= rule.lo)) return fmt::format("must be >= {}", rule.lo);
+        if (!(static_cast<double>(v) <= rule.hi)) return fmt::format("must be <= {}", rule.hi);
+      }
+    } else if constexpr (std::is_same_v<Rule, OneOf>) {
+      if constexpr (std::is_same_v<T, std::string>) {
+        for (const auto& ok : rule.values)
+          if (v == ok) return "";
+        return "must be one of: " + fmt::format("{}", fmt::join(rule.values, ", "));
+      }
+    }
+    return "";
+  };
+  return f;
+}
+
+constexpr double kInf = 1e300;
+
+#define NMT_FIELD(section, name, rule) \
+  make_field<decltype(Config{}.section.name)>(#section "." #name, [](Config& c) -> auto& { return c.section.name; }, rule)
+
+const std::vector<Field>& fields() {
+  static const std::vector<Field> all = {
+      NMT_FIELD(data, raw_dir, Any{}),
+      NMT_FIELD(data, shard_dir, Any{}),
+      NMT_FIELD(data, src_lang, Any{}),
+      NMT_FIELD(data, tgt_lang, Any{}),
+      NMT_FIELD(data, train_split, Any{}),
+      NMT_FIELD(data, valid_split, Any{}),
+      NMT_FIELD(data, test_split, Any{}),
+      NMT_FIELD(data, spm_model, Any{}),
+      NMT_FIELD(data, vocab_size, (Range{8, 1e7})),
+      NMT_FIELD(data, spm_model_type, (OneOf{{"unigram", "bpe", "char", "word"}})),
+      NMT_FIELD(data, spm_threads, (Range{1, 1024})),
+      NMT_FIELD(data, num_shards, (Range{1, 100000})),
+      NMT_FIELD(data, max_len, (Range{1, 100000})),
+      NMT_FIELD(data, max_tokens, (Range{2, 1e9})),
+      NMT_FIELD(model, d_model, (Range{1, 65536})),
+      NMT_FIELD(model, ffn_dim, (Range{1, 1e6})),
+      NMT_FIELD(model, heads, (Range{1, 1024})),
+      NMT_FIELD(model, encoder_layers, (Range{1, 1000})),
+      NMT_FIELD(model, decoder_layers, (Range{1, 1000})),
+      NMT_FIELD(model, dropout, (Range{0, 0.999})),
+      NMT_FIELD(model, attention_dropout, (Range{0, 0.999})),
+      NMT_FIELD(model, activation_dropout, (Range{0, 0.999})),
+      NMT_FIELD(model, pre_norm, Any{}),
+      NMT_FIELD(model, max_positions, (Range{2, 1e7})),
+      NMT_FIELD(optim, beta1, (Range{0, 0.999999})),
+      NMT_FIELD(optim, beta2, (Range{0, 0.999999999})),
+      NMT_FIELD(optim, eps, (Range{0, 1})),
+      NMT_FIELD(optim, weight_decay, (Range{0, 1})),
+      NMT_FIELD(optim, clip_norm, (Range{0, kInf})),
+      NMT_FIELD(optim, label_smoothing, (Range{0, 0.999})),
+      NMT_FIELD(schedule, type, (OneOf{{"noam", "inverse_sqrt", "constant"}})),
+      NMT_FIELD(schedule, warmup_updates, (Range{0, 1e12})),
+      NMT_FIELD(schedule, factor, (Range{0, kInf})),
+      NMT_FIELD(schedule, lr, (Range{0, kInf})),
+      NMT_FIELD(schedule, warmup_init_lr, (Range{0, kInf})),
+      NMT_FIELD(train, seed, (Range{0, 9.2e18})),
+      NMT_FIELD(train, threads, (Range{1, 1024})),
+      NMT_FIELD(train, max_updates, (Range{0, 1e15})),
+      NMT_FIELD(train, max_epochs, (Range{0, 1e15})),
+      NMT_FIELD(train, max_minutes, (Range{0, kInf})),
+      NMT_FIELD(train, update_freq, (Range{1, 100000})),
+      NMT_FIELD(train, validate_interval_updates, (Range{1, 1e15})),
+      NMT_FIELD(train, save_interval_updates, (Range{0, 1e15})),
+      NMT_FIELD(train, keep_last, (Range{0, 1e9})),
+      NMT_FIELD(train, log_interval, (Range{1, 1e15})),
+      NMT_FIELD(train, patience, (Range{0, 1e9})),
+      NMT_FIELD(train, save_dir, Any{}),
+      NMT_FIELD(train, device, (OneOf{{"auto", "cpu", "cuda"}})),
+      NMT_FIELD(train, precision, (OneOf{{"fp32", "bf16", "fp16"}})),
+      NMT_FIELD(dist, backend, (OneOf{{"auto", "nccl", "mpi"}})),
+      NMT_FIELD(dist, bucket_mb, (Range{0.001, 1e6})),
+      NMT_FIELD(dist, check_params_interval, (Range{0, 1e15})),
+      NMT_FIELD(eval, beam, (Range{1, 1000})),
+      NMT_FIELD(eval, lenpen, (Range{0, 100})),
+      NMT_FIELD(eval, max_len_a, (Range{0, 1000})),
+      NMT_FIELD(eval, max_len_b, (Range{0, 100000})),
+      NMT_FIELD(eval, max_tokens, (Range{1, 1e9})),
+      NMT_FIELD(eval, nbest, (Range{1, 1000})),
+      NMT_FIELD(debug, anomaly, Any{}),
+      NMT_FIELD(debug, check_finite, Any{}),
+      NMT_FIELD(debug, fault_rank, (Range{-1, 1e9})),
+      NMT_FIELD(debug, fault_update, (Range{-1, 1e15})),
+  };
+  return all;
+}
+#undef NMT_FIELD
+
+const Field* find_field(const std::string& key) {
+  for (const Field& f : fields())
+    if (f.key == key) return &f;
+  return nullptr;
+}
+
+std::string where(const std::string& file, const YAML::Mark& mark) {
+  return mark.is_null() ? file : fmt::format("{}:{}", file, mark.line + 1);
+}
+
+std::string scalar_or_shape(const YAML::Node& n) {
+  if (n.IsScalar()) return "'" + n.Scalar() + "'";
+  if (n.IsSequence()) return "a list";
+  if (n.IsMap()) return "a mapping";
+  return "nothing";
+}
+
+void set_field(Config& cfg, const std::string& key, const YAML::Node& value, const std::string& origin) {
+  const Field* f = find_field(key);
+  if (!f) throw ConfigError(fmt::format("unknown config key '{}' ({})", key, origin));
+  try {
+    f->set(cfg, value);
+  } catch (const YAML::Exception&) {
+    throw ConfigError(fmt::format("config key '{}' = {} ({}): expected a {}", key, scalar_or_shape(value), origin, f->type));
+  }
+  cfg.origin[key] = origin;
+}
+
+Config from_yaml(const YAML::Node& root, const std::string& file, const std::vector<std::string>& overrides) {
+  Config cfg;
+  if (root.IsDefined() && !root.IsNull()) {
+    if (!root.IsMap()) throw ConfigError(file + ": the configuration must be a mapping of sections");
+    for (const auto& section : root) {
+      const std::string name = section.first.as<std::string>();
+      const std::string at = where(file, section.first.Mark());
+      if (!section.second.IsMap()) {
+        if (find_field(name) == nullptr && name.find('.') == std::string::npos) {
+          bool known_section = false;
+          for (const Field& f : fields()) known_section |= f.key.rfind(name + ".", 0) == 0;
+          if (!known_section) throw ConfigError(fmt::format("unknown config section '{}' ({})", name, at));
+        }
+        throw ConfigError(fmt::format("config section '{}' ({}) must be a mapping of keys", name, at));
+      }
+      for (const auto& kv : section.second) {
+        const std::string key = name + "." + kv.first.as<std::string>();
+        set_field(cfg, key, kv.second, where(file, kv.first.Mark()));
+      }
+    }
+  }
+  for (const std::string& o : overrides) apply_override(cfg, o);
+  return cfg;
+}
+
+}  // namespace
+
+void apply_override(Config& cfg, const std::string& assignment) {
+  const auto eq = assignment.find('=');
+  const std::string origin = "command line '" + assignment + "'";
+  if (eq == std::string::npos || eq == 0)
+    throw ConfigError("override " + origin + " is not of the form section.key=value");
+  const std::string key = assignment.substr(0, eq);
+  YAML::Node value;
+  try {
+    value = YAML::Load(assignment.substr(eq + 1));
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(fmt::format("config key '{}' ({}): cannot parse the value: {}", key, origin, e.msg));
+  }
+  if (value.IsNull()) value = YAML::Node(std::string());  // `a.b=` sets an empty string
+  set_field(cfg, key, value, origin);
+}
+
+Config load_config_text(const std::string& yaml, const std::string& name, const std::vector<std::string>& overrides) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml);
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(fmt::format("{}: YAML syntax error: {}", where(name, e.mark), e.msg));
+  }
+  return from_yaml(root, name, overrides);
+}
+
+Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  if (!fs::is_regular_file(path)) throw ConfigError("config file '" + path + "' does not exist");
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(fmt::format("{}: YAML syntax error: {}", where(path, e.mark), e.msg));
+  }
+  return from_yaml(root, path, overrides);
+}
+
+void validate(const Config& cfg, Needs needs) {
+  auto origin = [&](const std::string& key) {
+    auto it = cfg.origin.find(key);
+    return it == cfg.origin.end() ? std::string("default") : it->second;
+  };
+  auto fail = [&](const std::string& key, const std::string& value, const std::string& why) {
+    throw ConfigError(fmt::format("config key '{}' = '{}' ({}): {}", key, value, origin(key), why));
+  };
+  for (const Field& f : fields()) {
+    const std::string p = f.problem(cfg);
+    if (!p.empty()) fail(f.key, f.text(cfg), p);
+  }
+  if (cfg.model.d_model % cfg.model.heads != 0)
+    fail("model.heads", std::to_string(cfg.model.heads), fmt::format("must divide model.d_model = {}", cfg.model.d_model));
+  if (cfg.model.d_model % 2 != 0)
+    fail("model.d_model", std::to_string(cfg.model.d_model), "must be even (sinusoidal positions)");
+  if (cfg.eval.nbest > cfg.eval.beam)
+    fail("eval.nbest", std::to_string(cfg.eval.nbest), fmt::format("must not exceed eval.beam = {}", cfg.eval.beam));
+  if (cfg.data.src_lang.empty() || cfg.data.tgt_lang.empty() || cfg.data.src_lang == cfg.data.tgt_lang)
+    fail("data.tgt_lang", cfg.data.tgt_lang, "source and target languages must be set and differ");
+  if (needs == Needs::kRawData) {
+    if (!fs::is_directory(cfg.data.raw_dir)) fail("data.raw_dir", cfg.data.raw_dir, "directory does not exist");
+    if (!cfg.data.spm_model.empty() && !fs::is_regular_file(cfg.data.spm_model))
+      fail("data.spm_model", cfg.data.spm_model, "file does not exist");
+  }
+  if (needs == Needs::kShards) {
+    if (!fs::is_regular_file(fs::path(cfg.data.shard_dir) / "manifest.json"))
+      fail("data.shard_dir", cfg.data.shard_dir, "no manifest.json there (run preprocess first)");
+  }
+}
+
+std::string to_yaml(const Config& cfg) {
+  std::string out = "# resolved configuration\n";
+  std::string section;
+  for (const Field& f : fields()) {
+    const auto dot = f.key.find('.');
+    const std::string sec = f.key.substr(0, dot), name = f.key.substr(dot + 1);
+    if (sec != section) {
+      out += sec + ":\n";
+      section = sec;
+    }
+    YAML::Emitter e;
+    if (f.type == "string") e << YAML::DoubleQuoted << f.text(cfg);
+    else e << f.text(cfg);
+    out += "  " + name + ": " + e.c_str() + "\n";
+  }
+  return out;
+}
+
+std::vector<std::string> config_keys() {
+  std::vector<std::string> keys;
+  for (const Field& f : fields()) keys.push_back(f.key);
+  return keys;
+}
+
+}  // namespace nmt::trainer

@@ -1,0 +1,32 @@
+#pragma once
+// YAML -> Config: load a file, apply `a.b=value` overrides, validate once, print back.
+#include <string>
+#include <vector>
+
+#include "trainer/config.h"
+
+namespace nmt::trainer {
+
+// What a program needs to exist on disk, checked by validate().
+enum class Needs {
+  kNothing,    // only value checks (ranges, choices)
+  kRawData,    // preprocess: data.raw_dir, and data.spm_model when set
+  kShards,     // train/evaluate/translate: data.shard_dir with its manifest.json
+};
+
+// Loads `path` (every key must be known and well-typed), then applies `overrides`.
+// Throws ConfigError naming key, value, file and line.
+Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+// Parses YAML text as if it came from `name` (tests, --print-config round trip).
+Config load_config_text(const std::string& yaml, const std::string& name,
+                        const std::vector<std::string>& overrides = {});
+// Applies one `a.b=value` override.
+void apply_override(Config& cfg, const std::string& assignment);
+// Ranges, choices, cross-field rules, and the files `needs` names. Throws ConfigError.
+void validate(const Config& cfg, Needs needs);
+// The resolved configuration as YAML that load_config_text() reads back to the same values.
+std::string to_yaml(const Config& cfg);
+// All keys, in printing order.
+std::vector<std::string> config_keys();
+
+}  // namespace nmt::trainer
