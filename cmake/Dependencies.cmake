@@ -97,3 +97,9 @@ add_library(hdf5_lib INTERFACE)
 target_include_directories(hdf5_lib INTERFACE ${HDF5_INCLUDE_DIRS})
 target_link_libraries(hdf5_lib INTERFACE ${HDF5_C_LIBRARIES})
 target_compile_definitions(hdf5_lib INTERFACE ${HDF5_DEFINITIONS})
+
+# The torch wheel's libtorch.so exports its own (statically linked, older) copy of
+# std::filesystem; if it precedes libstdc++ in a binary's NEEDED list, calls such as
+# std::filesystem::remove_all bind to it and crash. Naming libstdc++ first on every link
+# line makes the system's definitions win.
+add_link_options(LINKER:--push-state,--no-as-needed -lstdc++ LINKER:--pop-state)

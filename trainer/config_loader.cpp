@@ -187,14 +187,11 @@ Config from_yaml(const YAML::Node& root, const std::string& file, const std::vec
     for (const auto& section : root) {
       const std::string name = section.first.as<std::string>();
       const std::string at = where(file, section.first.Mark());
-      if (!section.second.IsMap()) {
-        if (find_field(name) == nullptr && name.find('.') == std::string::npos) {
-          bool known_section = false;
-          for (const Field& f : fields()) known_section |= f.key.rfind(name + ".", 0) == 0;
-          if (!known_section) throw ConfigError(fmt::format("unknown config section '{}' ({})", name, at));
-        }
+      bool known_section = false;
+      for (const Field& f : fields()) known_section |= f.key.rfind(name + ".", 0) == 0;
+      if (!known_section) throw ConfigError(fmt::format("unknown config section '{}' ({})", name, at));
+      if (!section.second.IsMap())
         throw ConfigError(fmt::format("config section '{}' ({}) must be a mapping of keys", name, at));
-      }
       for (const auto& kv : section.second) {
         const std::string key = name + "." + kv.first.as<std::string>();
         set_field(cfg, key, kv.second, where(file, kv.first.Mark()));
@@ -213,9 +210,12 @@ void apply_override(Config& cfg, const std::string& assignment) {
   if (eq == std::string::npos || eq == 0)
     throw ConfigError("override " + origin + " is not of the form section.key=value");
   const std::string key = assignment.substr(0, eq);
+  const Field* f = find_field(key);
   YAML::Node value;
   try {
-    value = YAML::Load(assignment.substr(eq + 1));
+    // A string key takes the text as it is ("a: b" is not a mapping); others parse as YAML.
+    if (f && f->type == "string") value = YAML::Node(assignment.substr(eq + 1));
+    else value = YAML::Load(assignment.substr(eq + 1));
   } catch (const YAML::Exception& e) {
     throw ConfigError(fmt::format("config key '{}' ({}): cannot parse the value: {}", key, origin, e.msg));
   }

@@ -1,0 +1,105 @@
+// Configuration: every error class names key, value, file and line; --print-config round trip.
+#include "tests/test_util.h"
+#include "trainer/config_error.h"
+#include "trainer/config_loader.h"
+
+namespace nmt::trainer {
+namespace {
+
+using nmt::testing::TempDir;
+using nmt::testing::write_text;
+
+TEST(Config, DefaultsAreValid) { EXPECT_NO_THROW(validate(Config{}, Needs::kNothing)); }
+
+TEST(Config, LoadsValuesAndRecordsOrigin) {
+  TempDir dir;
+  const std::string path = dir.file("c.yaml");
+  write_text(path, "model:\n  d_model: 256\n  pre_norm: true\noptim:\n  eps: 1.0e-9\n");
+  Config cfg = load_config(path, {"train.seed=7"});
+  EXPECT_EQ(cfg.model.d_model, 256);
+  EXPECT_TRUE(cfg.model.pre_norm);
+  EXPECT_DOUBLE_EQ(cfg.optim.eps, 1e-9);
+  EXPECT_EQ(cfg.train.seed, 7);
+  EXPECT_EQ(cfg.origin.at("model.d_model"), path + ":2");
+  EXPECT_EQ(cfg.origin.at("train.seed"), "command line 'train.seed=7'");
+}
+
+TEST(Config, UnknownKeyNamesKeyFileAndLine) {
+  TempDir dir;
+  const std::string path = dir.file("c.yaml");
+  write_text(path, "data:\n  max_tokens: 10\n  max_tokenz: 5\n");
+  EXPECT_THROW_WITH(load_config(path), ConfigError, "unknown config key 'data.max_tokenz'", path + ":3");
+}
+
+TEST(Config, UnknownSectionIsRefused) {
+  EXPECT_THROW_WITH(load_config_text("modle:\n  d_model: 3\n", "x.yaml"), ConfigError, "modle", "x.yaml:1");
+  EXPECT_THROW_WITH(load_config_text("model: 3\n", "x.yaml"), ConfigError, "'model'", "mapping");
+}
+
+TEST(Config, WrongTypeNamesKeyValueFileAndLine) {
+  EXPECT_THROW_WITH(load_config_text("model:\n  d_model: abc\n", "x.yaml"), ConfigError, "model.d_model", "'abc'",
+                    "x.yaml:2", "integer");
+  EXPECT_THROW_WITH(load_config_text("model:\n  d_model: 2.5\n", "x.yaml"), ConfigError, "'2.5'", "integer");
+  EXPECT_THROW_WITH(load_config_text("model:\n  pre_norm: maybe\n", "x.yaml"), ConfigError, "model.pre_norm",
+                    "boolean");
+  EXPECT_THROW_WITH(load_config_text("model:\n  dropout: [1, 2]\n", "x.yaml"), ConfigError, "model.dropout", "a list",
+                    "number");
+}
+
+TEST(Config, OutOfRangeNamesKeyValueFileAndLine) {
+  Config cfg = load_config_text("data:\n  max_tokens: -5\n", "x.yaml");
+  EXPECT_THROW_WITH(validate(cfg, Needs::kNothing), ConfigError, "data.max_tokens", "'-5'", "x.yaml:2", ">= 2");
+  cfg = load_config_text("schedule:\n  type: cosine\n", "x.yaml");
+  EXPECT_THROW_WITH(validate(cfg, Needs::kNothing), ConfigError, "schedule.type", "'cosine'", "x.yaml:2", "noam");
+  cfg = load_config_text("model:\n  d_model: 100\n  heads: 8\n", "x.yaml");
+  EXPECT_THROW_WITH(validate(cfg, Needs::kNothing), ConfigError, "model.heads", "'8'", "x.yaml:3", "divide");
+}
+
+TEST(Config, MissingRequiredFileNamesKeyValueFileAndLine) {
+  Config cfg = load_config_text("data:\n  raw_dir: /no/such/dir\n", "x.yaml");
+  EXPECT_THROW_WITH(validate(cfg, Needs::kRawData), ConfigError, "data.raw_dir", "/no/such/dir", "x.yaml:2",
+                    "does not exist");
+  cfg = load_config_text("data:\n  shard_dir: /no/such/shards\n", "x.yaml");
+  EXPECT_THROW_WITH(validate(cfg, Needs::kShards), ConfigError, "data.shard_dir", "x.yaml:2", "manifest.json");
+  TempDir dir;
+  cfg = load_config_text("", "x.yaml", {"data.raw_dir=" + dir.path().string(), "data.spm_model=/no/spm.model"});
+  EXPECT_THROW_WITH(validate(cfg, Needs::kRawData), ConfigError, "data.spm_model", "/no/spm.model",
+                    "command line 'data.spm_model=/no/spm.model'");
+  EXPECT_THROW_WITH(load_config("/no/config.yaml"), ConfigError, "/no/config.yaml", "does not exist");
+}
+
+TEST(Config, OverrideErrors) {
+  EXPECT_THROW_WITH(load_config_text("", "x.yaml", {"train.sed=3"}), ConfigError, "unknown config key 'train.sed'",
+                    "command line");
+  EXPECT_THROW_WITH(load_config_text("", "x.yaml", {"train.seed=three"}), ConfigError, "train.seed", "'three'",
+                    "integer");
+  EXPECT_THROW_WITH(load_config_text("", "x.yaml", {"trainseed"}), ConfigError, "section.key=value");
+}
+
+TEST(Config, SyntaxErrorNamesFileAndLine) {
+  EXPECT_THROW_WITH(load_config_text("data:\n  max_tokens: [1,\n", "x.yaml"), ConfigError, "x.yaml:", "syntax");
+}
+
+TEST(Config, PrintConfigRoundTrips) {
+  Config cfg = load_config_text("", "x.yaml",
+                                {"optim.eps=1e-9", "schedule.factor=0.1", "model.dropout=0.3", "data.spm_model=a: b",
+                                 "data.src_lang=yes", "model.pre_norm=true", "train.save_dir=", "train.max_minutes=55",
+                                 "data.max_tokens=1234"});
+  const std::string yaml = to_yaml(cfg);
+  Config back = load_config_text(yaml, "printed.yaml");
+  EXPECT_EQ(to_yaml(back), yaml);
+  EXPECT_EQ(back.optim.eps, 1e-9);
+  EXPECT_EQ(back.schedule.factor, 0.1);
+  EXPECT_EQ(back.data.spm_model, "a: b");
+  EXPECT_EQ(back.data.src_lang, "yes");
+  EXPECT_EQ(back.train.save_dir, "");
+  EXPECT_EQ(back.train.max_minutes, 55.0);
+  EXPECT_EQ(back.data.max_tokens, 1234);
+  EXPECT_TRUE(back.model.pre_norm);
+  // Every key is printed.
+  for (const std::string& key : config_keys())
+    EXPECT_NE(yaml.find("  " + key.substr(key.find('.') + 1) + ":"), std::string::npos) << key;
+}
+
+}  // namespace
+}  // namespace nmt::trainer

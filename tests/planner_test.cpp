@@ -1,0 +1,157 @@
+// Batch planner: DESIGN.md's "Batches and ranks" contract as properties.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "data/batch.h"
+#include "data/batch_planner.h"
+#include "data/data_error.h"
+#include "tests/shard_fixture.h"
+
+namespace nmt::data {
+namespace {
+
+struct Lengths {
+  std::vector<int32_t> src, tgt;
+};
+
+Lengths random_lengths(int n, int max_len, unsigned seed) {
+  auto pairs = nmt::testing::random_pairs(n, max_len, 10, seed);
+  Lengths l;
+  for (const auto& p : pairs) {
+    l.src.push_back(static_cast<int32_t>(p.src.size()));
+    l.tgt.push_back(static_cast<int32_t>(p.tgt.size()));
+  }
+  return l;
+}
+
+int64_t cost(const MicroBatch& b, const Lengths& l) {
+  int64_t longest = 0;
+  for (int64_t i : b) longest = std::max<int64_t>(longest, std::max(l.src[i], l.tgt[i]) + 1);
+  return static_cast<int64_t>(b.size()) * longest;
+}
+
+TEST(Planner, EveryExampleOncePerEpochForAllWorldSizes) {
+  const Lengths l = random_lengths(997, 40, 3);
+  for (int64_t world = 1; world <= 8; ++world) {
+    for (int64_t uf = 1; uf <= 3; ++uf) {
+      BatchPlanner p(l.src, l.tgt, {/*max_tokens=*/200, /*seed=*/5, world, uf});
+      for (int64_t epoch = 1; epoch <= 2; ++epoch) {
+        std::vector<int> seen(l.src.size(), 0);
+        for (int64_t u = 0; u < p.updates_per_epoch(); ++u)
+          for (int64_t r = 0; r < world; ++r) {
+            const auto mine = p.rank_batches(epoch, u, r);
+            ASSERT_EQ(static_cast<int64_t>(mine.size()), uf);
+            for (const auto& b : mine) {
+              EXPECT_LE(cost(b, l), 200);
+              for (int64_t i : b) ++seen[i];
+            }
+          }
+        for (size_t i = 0; i < seen.size(); ++i)
+          ASSERT_EQ(seen[i], 1) << "example " << i << " world " << world << " uf " << uf << " epoch " << epoch;
+      }
+    }
+  }
+}
+
+TEST(Planner, EpochTailGivesSomeRanksEmptyMicroBatches) {
+  const Lengths l = random_lengths(100, 10, 4);
+  BatchPlanner p(l.src, l.tgt, {40, 1, 3, 1});
+  const int64_t n = static_cast<int64_t>(p.micro_batches().size());
+  ASSERT_NE(n % 3, 0) << "fixture should leave a ragged tail";
+  const auto last = p.update_slots(1, p.updates_per_epoch() - 1);
+  int64_t empty = 0;
+  for (const auto& b : last) empty += b.empty();
+  EXPECT_EQ(empty, 3 - n % 3);
+  // Empties sit in the tail slots, so the highest ranks get them.
+  EXPECT_TRUE(last.back().empty());
+  EXPECT_FALSE(last.front().empty());
+}
+
+TEST(Planner, SameSlotsPerUpdateGiveSameMicroBatchesPerUpdate) {
+  const Lengths l = random_lengths(500, 30, 5);
+  BatchPlanner a(l.src, l.tgt, {150, 9, 2, 1}), b(l.src, l.tgt, {150, 9, 1, 2}), c(l.src, l.tgt, {150, 9, 4, 3}),
+      d(l.src, l.tgt, {150, 9, 2, 6}), e(l.src, l.tgt, {150, 9, 12, 1});
+  ASSERT_EQ(a.updates_per_epoch(), b.updates_per_epoch());
+  for (int64_t u = 0; u < a.updates_per_epoch(); ++u) {
+    EXPECT_EQ(a.update_slots(2, u), b.update_slots(2, u));
+    // Rank r of world 2 at step 0 holds the same batch as rank 0 of world 1 at step r.
+    EXPECT_EQ(a.rank_batches(2, u, 1)[0], b.rank_batches(2, u, 0)[1]);
+  }
+  for (int64_t u = 0; u < c.updates_per_epoch(); ++u) {
+    EXPECT_EQ(c.update_slots(1, u), d.update_slots(1, u));
+    EXPECT_EQ(c.update_slots(1, u), e.update_slots(1, u));
+  }
+}
+
+TEST(Planner, SameSeedAndEpochSamePlanOtherwiseDifferent) {
+  const Lengths l = random_lengths(400, 20, 6);
+  BatchPlanner a(l.src, l.tgt, {100, 3, 2, 1}), b(l.src, l.tgt, {100, 3, 2, 1}), c(l.src, l.tgt, {100, 4, 2, 1});
+  EXPECT_EQ(a.update_slots(1, 0), b.update_slots(1, 0));
+  EXPECT_NE(a.update_slots(1, 0), a.update_slots(2, 0));
+  EXPECT_NE(a.update_slots(1, 0), c.update_slots(1, 0));
+  // The order is fixed by definition (splitmix64), not by the standard library.
+  EXPECT_EQ(shuffled_order(5, 1, 1), shuffled_order(5, 1, 1));
+  std::vector<int64_t> sorted = shuffled_order(1000, 1, 1);
+  std::sort(sorted.begin(), sorted.end());
+  for (int64_t i = 0; i < 1000; ++i) ASSERT_EQ(sorted[i], i);
+}
+
+TEST(Planner, RestoreStateContinuesIdentically) {
+  const Lengths l = random_lengths(300, 20, 7);
+  BatchPlanner a(l.src, l.tgt, {80, 2, 2, 2});
+  std::vector<std::vector<MicroBatch>> straight;
+  for (int i = 0; i < 3 * a.updates_per_epoch(); ++i) straight.push_back(a.next(1));
+  for (int stop : {0, 1, 5, static_cast<int>(a.updates_per_epoch()), static_cast<int>(a.updates_per_epoch()) + 2}) {
+    BatchPlanner b(l.src, l.tgt, {80, 2, 2, 2});
+    for (int i = 0; i < stop; ++i) b.next(1);
+    BatchPlanner c(l.src, l.tgt, {80, 2, 2, 2});
+    c.restore(b.state());
+    for (int i = stop; i < static_cast<int>(straight.size()); ++i) ASSERT_EQ(c.next(1), straight[i]) << stop << " " << i;
+  }
+  BatchPlanner other(l.src, l.tgt, {80, 2, 1, 2});
+  EXPECT_THROW_WITH(other.restore(a.state()), DataError, "world_size x update_freq = 4", "has 2");
+}
+
+TEST(Planner, ExampleLongerThanMaxTokensIsAnError) {
+  EXPECT_THROW_WITH(pack_micro_batches({3, 50}, {4, 2}, 20), DataError, "example 1", "51", "max_tokens = 20");
+}
+
+TEST(Planner, RankReadsOnlyItsOwnMicroBatches) {
+  nmt::testing::TempDir dir;
+  const auto pairs = nmt::testing::random_pairs(400, 12, 30, 9);
+  write_shard_dir(dir.path(), pairs, 9, 30);
+  const int64_t world = 3;
+  for (int64_t rank = 0; rank < world; ++rank) {
+    ShardedCorpus corpus(dir.path().string(), "train");
+    BatchPlanner planner(corpus.src_lengths(), corpus.tgt_lengths(), {60, 1, world, 1});
+    int64_t expected = 0;
+    std::set<int64_t> shards_touched;
+    for (int64_t u = 0; u < planner.updates_per_epoch(); ++u)
+      for (const auto& mb : planner.rank_batches(1, u, rank)) {
+        for (int64_t i : mb) expected += 4 * (pairs[i].src.size() + pairs[i].tgt.size());
+        make_batch(corpus, mb, SpecialIds{});
+      }
+    EXPECT_EQ(corpus.token_bytes_read(), expected) << "rank " << rank;
+    int64_t total = 0;
+    for (const auto& p : pairs) total += 4 * (p.src.size() + p.tgt.size());
+    EXPECT_LT(corpus.token_bytes_read(), total / 2) << "a rank of 3 should read about a third";
+  }
+}
+
+TEST(Planner, BatchTensorsCarryEosBosAndPadding) {
+  nmt::testing::TempDir dir;
+  std::vector<nmt::testing::Pair> pairs = {{{5, 6, 7}, {8, 9}}, {{10}, {11, 12, 13}}};
+  write_shard_dir(dir.path(), pairs, 1, 20);
+  ShardedCorpus corpus(dir.path().string(), "train");
+  SpecialIds sp;  // pad 0, bos 2, eos 3
+  Batch b = make_batch(corpus, {0, 1}, sp);
+  EXPECT_TRUE(b.src.equal(torch::tensor({5, 6, 7, 3, 10, 3, 0, 0}, torch::kInt64).view({2, 4})));
+  EXPECT_TRUE(b.tgt_in.equal(torch::tensor({2, 8, 9, 0, 2, 11, 12, 13}, torch::kInt64).view({2, 4})));
+  EXPECT_TRUE(b.tgt_out.equal(torch::tensor({8, 9, 3, 0, 11, 12, 13, 3}, torch::kInt64).view({2, 4})));
+  EXPECT_EQ(b.tgt_tokens, 7);
+  EXPECT_EQ(b.src_tokens, 6);
+}
+
+}  // namespace
+}  // namespace nmt::data
