@@ -75,6 +75,10 @@ find_package(Torch REQUIRED PATHS ${NMTRAIN_TORCH_ROOT}/share/cmake/Torch NO_DEF
 add_library(torch_lib INTERFACE)
 target_link_libraries(torch_lib INTERFACE ${TORCH_LIBRARIES})
 target_compile_options(torch_lib INTERFACE ${TORCH_CXX_FLAGS})
+# The wheel's include directory carries its own {fmt} (v12), which shadows Debian's in
+# every LibTorch translation unit; use that copy header-only there, so those TUs never
+# need Debian's libfmt (v9, used by the LibTorch-free config library).
+target_compile_definitions(torch_lib INTERFACE FMT_HEADER_ONLY)
 # Executables find libtorch (and the NCCL it loads) inside the wheel at run time.
 set(CMAKE_BUILD_RPATH ${NMTRAIN_TORCH_ROOT}/lib ${NMTRAIN_NCCL_ROOT}/lib)
 set(CMAKE_INSTALL_RPATH ${CMAKE_BUILD_RPATH})

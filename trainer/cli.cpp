@@ -31,11 +31,12 @@ int parse_cli(CLI::App& app, int argc, char** argv) {
   return -1;
 }
 
-int run_main(const char* program, const std::function<int()>& body) {
+int run_main(const std::string& program, const std::function<int()>& body) {
   try {
     return body();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: error: %s\n", program, e.what());
+    std::fprintf(stderr, "%s: error: %s\n", program.c_str(), e.what());
+    std::fflush(stderr);
     return 1;
   }
 }

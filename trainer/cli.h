@@ -28,6 +28,6 @@ int parse_cli(CLI::App& app, int argc, char** argv);
 
 // Runs `body`, mapping CLI11's help/usage exits and any exception to a message on stderr
 // (prefixed with `program`) and an exit code. Library code throws; only this catches.
-int run_main(const char* program, const std::function<int()>& body);
+int run_main(const std::string& program, const std::function<int()>& body);
 
 }  // namespace nmt::trainer

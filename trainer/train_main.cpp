@@ -1,16 +1,26 @@
 // train --config C [key=value ...] [--resume PATH|auto] [--print-config]
+// Alone: one process (CPU or one GPU). Under `mpirun -np N`: one rank per process.
+#include "dist/process_group.h"
 #include "trainer/cli.h"
+#include "trainer/trainer.h"
 
 int main(int argc, char** argv) {
-  return nmt::trainer::run_main("train", [&] {
+  nmt::dist::ProcessGroup group(&argc, &argv);
+  const std::string name = group.world_size() > 1 ? "train[rank " + std::to_string(group.rank()) + "]" : "train";
+  const int rc = nmt::trainer::run_main(name, [&] {
     CLI::App app("Train a Transformer translation model (single process, or one rank per GPU under mpirun).");
     nmt::trainer::ConfigArgs args;
     nmt::trainer::add_config_options(app, args);
     std::string resume;
-    app.add_option("--resume", resume, "checkpoint to continue from, or 'auto' for the newest in train.save_dir");
+    app.add_option("--resume", resume, "checkpoint to continue from, or 'auto' for the newest valid one in train.save_dir");
     if (int rc = nmt::trainer::parse_cli(app, argc, argv); rc >= 0) return rc;
     nmt::trainer::Config cfg;
     if (!nmt::trainer::resolve_config(args, nmt::trainer::Needs::kShards, &cfg)) return 0;
+    nmt::trainer::Trainer trainer(cfg, group);
+    trainer.run(resume);
     return 0;
   });
+  // One rank's failure ends the whole job, with that rank's message already printed.
+  if (rc != 0 && group.world_size() > 1) group.abort(rc);
+  return rc;
 }

@@ -1,0 +1,62 @@
+#include "dist/communicator.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "dist/communicator_mpi.h"
+#include "dist/dist_error.h"
+#ifdef NMTRAIN_WITH_CUDA
+#include "dist/communicator_nccl.h"
+#endif
+
+namespace nmt::dist {
+
+double Communicator::all_reduce_sum(double value) {
+  if (world_size() == 1) return value;
+  auto t = torch::tensor({value}, torch::kFloat64);
+  auto dev = device();
+  if (!dev.is_cpu()) t = t.to(dev);
+  all_reduce_sum(t)->wait();
+  return t.cpu().item<double>();
+}
+
+double Communicator::all_reduce_max(double value) {
+  if (world_size() == 1) return value;
+  double m = value;
+  for (const std::string& s : all_gather_bytes(std::string(reinterpret_cast<const char*>(&value), sizeof(double)))) {
+    double v;
+    std::memcpy(&v, s.data(), sizeof(double));
+    m = std::max(m, v);
+  }
+  return m;
+}
+
+bool nccl_compiled() {
+#ifdef NMTRAIN_WITH_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::unique_ptr<Communicator> make_communicator(const DistConfig& cfg, const ProcessGroup& group,
+                                                const torch::Device& device) {
+  std::string backend = cfg.backend;
+  if (backend == "auto") backend = device.is_cuda() ? "nccl" : "mpi";
+  if (backend == "mpi") {
+    if (!device.is_cpu())
+      throw DistError("dist.backend=mpi reduces CPU tensors, but training runs on " + device.str() +
+                      " (use dist.backend=nccl or auto)");
+    return make_mpi_communicator(group);
+  }
+  if (backend == "nccl") {
+#ifdef NMTRAIN_WITH_CUDA
+    return make_nccl_communicator(group, device);
+#else
+    throw DistError("dist.backend=nccl: this build has no NCCL backend (configure with NMTRAIN_WITH_CUDA=ON)");
+#endif
+  }
+  throw DistError("unknown dist.backend '" + cfg.backend + "'");
+}
+
+}  // namespace nmt::dist

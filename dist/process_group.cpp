@@ -1,0 +1,41 @@
+#include "dist/process_group.h"
+
+#include <mpi.h>
+
+#include <cstdlib>
+
+#include "dist/dist_error.h"
+
+namespace nmt::dist {
+
+ProcessGroup::ProcessGroup(int* argc, char*** argv) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    int provided = 0;
+    // Gradient hooks may issue collectives from autograd's threads on GPUs; ask for full
+    // thread support and fall back to serialized calls (the CPU path needs no more).
+    if (MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
+      throw DistError("MPI_Init_thread failed");
+  }
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &world_size_);
+  MPI_Comm local;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local);
+  MPI_Comm_rank(local, &local_rank_);
+  MPI_Comm_size(local, &local_size_);
+  MPI_Comm_free(&local);
+}
+
+ProcessGroup::~ProcessGroup() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+void ProcessGroup::abort(int code) const {
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);  // MPI_Abort does not return; this keeps the compiler sure of it
+}
+
+}  // namespace nmt::dist

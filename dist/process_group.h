@@ -1,0 +1,30 @@
+#pragma once
+// The process group: MPI is initialised once per process here (so the same binary runs
+// under mpirun or alone, as world size 1) and finalised when this object dies. Rank,
+// world size and local rank (from the node-local communicator, which picks the GPU) are
+// passed explicitly to whatever needs them; nothing else here is global.
+#include <string>
+
+namespace nmt::dist {
+
+class ProcessGroup {
+ public:
+  ProcessGroup(int* argc, char*** argv);
+  ~ProcessGroup();
+  ProcessGroup(const ProcessGroup&) = delete;
+  ProcessGroup& operator=(const ProcessGroup&) = delete;
+
+  int rank() const { return rank_; }
+  int world_size() const { return world_size_; }
+  int local_rank() const { return local_rank_; }
+  int local_size() const { return local_size_; }
+  bool is_main() const { return rank_ == 0; }
+
+  // Ends every rank of the job with `code` (after one rank failed): never hangs the others.
+  [[noreturn]] void abort(int code) const;
+
+ private:
+  int rank_ = 0, world_size_ = 1, local_rank_ = 0, local_size_ = 1;
+};
+
+}  // namespace nmt::dist

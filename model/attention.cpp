@@ -1,0 +1,74 @@
+#include "model/attention.h"
+
+namespace nmt::model {
+
+torch::Tensor padding_mask(const torch::Tensor& tokens, int64_t pad) {
+  return tokens.ne(pad).unsqueeze(1).unsqueeze(2);
+}
+
+torch::Tensor causal_mask(int64_t len, const torch::Device& device) {
+  return torch::ones({len, len}, torch::TensorOptions().dtype(torch::kBool).device(device)).tril().view({1, 1, len, len});
+}
+
+torch::Tensor decoder_self_mask(const torch::Tensor& tgt_tokens, int64_t pad) {
+  return causal_mask(tgt_tokens.size(1), tgt_tokens.device()) & padding_mask(tgt_tokens, pad);
+}
+
+MultiHeadAttentionImpl::MultiHeadAttentionImpl(int64_t d_model, int64_t heads, double dropout, bool self_attention)
+    : d_model_(d_model), heads_(heads), dropout_(dropout) {
+  TORCH_CHECK(d_model % heads == 0, "d_model ", d_model, " is not divisible by heads ", heads);
+  if (self_attention) {
+    in_proj = register_module("in_proj", torch::nn::Linear(d_model, 3 * d_model));
+  } else {
+    q_proj = register_module("q_proj", torch::nn::Linear(d_model, d_model));
+    kv_proj = register_module("kv_proj", torch::nn::Linear(d_model, 2 * d_model));
+  }
+  out_proj = register_module("out_proj", torch::nn::Linear(d_model, d_model));
+}
+
+torch::Tensor MultiHeadAttentionImpl::split_heads(const torch::Tensor& x) const {
+  return x.view({x.size(0), x.size(1), heads_, d_model_ / heads_}).transpose(1, 2);
+}
+
+torch::Tensor MultiHeadAttentionImpl::attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                             const torch::Tensor& mask) {
+  // [b, h, tq, dk] -> [b, tq, d]
+  torch::Tensor out = at::scaled_dot_product_attention(q, k, v, mask.defined() ? std::optional<at::Tensor>(mask) : std::nullopt,
+                                                       is_training() ? dropout_ : 0.0);
+  out = out.transpose(1, 2).reshape({q.size(0), q.size(2), d_model_});
+  return out_proj(out);
+}
+
+torch::Tensor MultiHeadAttentionImpl::self_forward(const torch::Tensor& x, const torch::Tensor& mask, KVCache* cache) {
+  auto qkv = in_proj(x).chunk(3, -1);
+  torch::Tensor q = split_heads(qkv[0]), k = split_heads(qkv[1]), v = split_heads(qkv[2]);
+  if (cache) {
+    if (!cache->empty()) {
+      k = torch::cat({cache->k, k}, 2);
+      v = torch::cat({cache->v, v}, 2);
+    }
+    cache->k = k;
+    cache->v = v;
+  }
+  return attend(q, k, v, mask);
+}
+
+torch::Tensor MultiHeadAttentionImpl::cross_forward(const torch::Tensor& q, const torch::Tensor& memory,
+                                                    const torch::Tensor& mask, KVCache* cache) {
+  torch::Tensor k, v;
+  if (cache && !cache->empty()) {
+    k = cache->k;
+    v = cache->v;
+  } else {
+    auto kv = kv_proj(memory).chunk(2, -1);
+    k = split_heads(kv[0]);
+    v = split_heads(kv[1]);
+    if (cache) {
+      cache->k = k;
+      cache->v = v;
+    }
+  }
+  return attend(split_heads(q_proj(q)), k, v, mask);
+}
+
+}  // namespace nmt::model

@@ -1,0 +1,51 @@
+#pragma once
+// Masks and multi-head attention (LibTorch's fused scaled_dot_product_attention).
+// Mask convention throughout: bool, true = "may attend", broadcastable to
+// [batch, heads, query_len, key_len].
+#include <torch/torch.h>
+
+namespace nmt::model {
+
+// [batch, 1, 1, len]: true where `tokens` [batch, len] is not `pad`.
+torch::Tensor padding_mask(const torch::Tensor& tokens, int64_t pad);
+// [1, 1, len, len]: true on and below the diagonal (position i sees positions <= i).
+torch::Tensor causal_mask(int64_t len, const torch::Device& device);
+// The decoder's self-attention mask of the paper: subsequent positions and padding both
+// hidden. [batch, 1, len, len].
+torch::Tensor decoder_self_mask(const torch::Tensor& tgt_tokens, int64_t pad);
+
+// Keys and values of one attention layer kept across decoding steps.
+struct KVCache {
+  torch::Tensor k, v;  // [batch, heads, steps_so_far (or src_len), head_dim]
+  bool empty() const { return !k.defined(); }
+};
+
+class MultiHeadAttentionImpl : public torch::nn::Module {
+ public:
+  // Self-attention projects q, k, v with one fused [3d, d] matrix; cross-attention uses a
+  // query matrix and a fused [2d, d] key-value matrix (keys/values come from the encoder).
+  MultiHeadAttentionImpl(int64_t d_model, int64_t heads, double dropout, bool self_attention);
+
+  // Self-attention. x: [batch, len, d]. With `cache`, x holds only the new positions and
+  // the cache grows by them (incremental decoding; then `mask` may be undefined).
+  torch::Tensor self_forward(const torch::Tensor& x, const torch::Tensor& mask, KVCache* cache = nullptr);
+  // Cross-attention. q: [batch, tgt_len, d], memory: [batch, src_len, d]. With `cache`,
+  // the memory's projections are computed once and reused.
+  torch::Tensor cross_forward(const torch::Tensor& q, const torch::Tensor& memory, const torch::Tensor& mask,
+                              KVCache* cache = nullptr);
+
+  torch::nn::Linear in_proj{nullptr};   // self: [3d, d]
+  torch::nn::Linear q_proj{nullptr};    // cross: [d, d]
+  torch::nn::Linear kv_proj{nullptr};   // cross: [2d, d]
+  torch::nn::Linear out_proj{nullptr};  // [d, d]
+
+ private:
+  torch::Tensor split_heads(const torch::Tensor& x) const;  // [b, t, d] -> [b, h, t, d/h]
+  torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                       const torch::Tensor& mask);
+  int64_t d_model_, heads_;
+  double dropout_;
+};
+TORCH_MODULE(MultiHeadAttention);
+
+}  // namespace nmt::model

@@ -1,0 +1,176 @@
+#include "model/transformer.h"
+
+#include <cmath>
+
+namespace nmt::model {
+
+namespace F = torch::nn::functional;
+
+torch::Tensor sinusoidal_positions(int64_t max_positions, int64_t d_model) {
+  auto pos = torch::arange(max_positions, torch::kFloat64).unsqueeze(1);               // [P, 1]
+  auto two_i = torch::arange(0, d_model, 2, torch::kFloat64);                          // [d/2]
+  auto angle = pos / torch::pow(10000.0, two_i / static_cast<double>(d_model));        // [P, d/2]
+  auto pe = torch::stack({torch::sin(angle), torch::cos(angle)}, 2).view({max_positions, d_model});
+  return pe.to(torch::kFloat32);
+}
+
+FeedForwardImpl::FeedForwardImpl(int64_t d_model, int64_t ffn_dim, double activation_dropout)
+    : activation_dropout_(activation_dropout) {
+  fc1 = register_module("fc1", torch::nn::Linear(d_model, ffn_dim));
+  fc2 = register_module("fc2", torch::nn::Linear(ffn_dim, d_model));
+}
+
+torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
+  return fc2(F::dropout(torch::relu(fc1(x)), F::DropoutFuncOptions().p(activation_dropout_).training(is_training())));
+}
+
+namespace {
+torch::nn::LayerNorm layer_norm(int64_t d) { return torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})); }
+
+// One sublayer with its residual: post-norm  x = norm(x + drop(f(x)))  (the paper), or
+// pre-norm  x = x + drop(f(norm(x))).
+template <typename Fn>
+torch::Tensor residual(const torch::Tensor& x, torch::nn::LayerNorm& norm, bool pre_norm, double p, bool training,
+                       Fn&& f) {
+  auto drop = [&](const torch::Tensor& y) { return F::dropout(y, F::DropoutFuncOptions().p(p).training(training)); };
+  if (pre_norm) return x + drop(f(norm(x)));
+  return norm(x + drop(f(x)));
+}
+}  // namespace
+
+EncoderLayerImpl::EncoderLayerImpl(const ModelConfig& c) : dropout_(c.dropout), pre_norm_(c.pre_norm) {
+  self_attn = register_module("self_attn", MultiHeadAttention(c.d_model, c.heads, c.attention_dropout, true));
+  ffn = register_module("ffn", FeedForward(c.d_model, c.ffn_dim, c.activation_dropout));
+  norm1 = register_module("norm1", layer_norm(c.d_model));
+  norm2 = register_module("norm2", layer_norm(c.d_model));
+}
+
+torch::Tensor EncoderLayerImpl::forward(torch::Tensor x, const torch::Tensor& src_mask) {
+  x = residual(x, norm1, pre_norm_, dropout_, is_training(),
+               [&](const torch::Tensor& h) { return self_attn->self_forward(h, src_mask); });
+  return residual(x, norm2, pre_norm_, dropout_, is_training(), [&](const torch::Tensor& h) { return ffn(h); });
+}
+
+DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c) : dropout_(c.dropout), pre_norm_(c.pre_norm) {
+  self_attn = register_module("self_attn", MultiHeadAttention(c.d_model, c.heads, c.attention_dropout, true));
+  cross_attn = register_module("cross_attn", MultiHeadAttention(c.d_model, c.heads, c.attention_dropout, false));
+  ffn = register_module("ffn", FeedForward(c.d_model, c.ffn_dim, c.activation_dropout));
+  norm1 = register_module("norm1", layer_norm(c.d_model));
+  norm2 = register_module("norm2", layer_norm(c.d_model));
+  norm3 = register_module("norm3", layer_norm(c.d_model));
+}
+
+torch::Tensor DecoderLayerImpl::forward(torch::Tensor x, const torch::Tensor& memory, const torch::Tensor& self_mask,
+                                        const torch::Tensor& memory_mask, LayerCache* cache) {
+  x = residual(x, norm1, pre_norm_, dropout_, is_training(), [&](const torch::Tensor& h) {
+    return self_attn->self_forward(h, self_mask, cache ? &cache->self : nullptr);
+  });
+  x = residual(x, norm2, pre_norm_, dropout_, is_training(), [&](const torch::Tensor& h) {
+    return cross_attn->cross_forward(h, memory, memory_mask, cache ? &cache->cross : nullptr);
+  });
+  return residual(x, norm3, pre_norm_, dropout_, is_training(), [&](const torch::Tensor& h) { return ffn(h); });
+}
+
+void DecoderState::select(const torch::Tensor& index) {
+  memory = memory.index_select(0, index);
+  memory_mask = memory_mask.index_select(0, index);
+  for (auto& l : layers)
+    for (KVCache* c : {&l.self, &l.cross})
+      if (!c->empty()) {
+        c->k = c->k.index_select(0, index);
+        c->v = c->v.index_select(0, index);
+      }
+}
+
+TransformerImpl::TransformerImpl(const ModelConfig& c) : config_(c) {
+  TORCH_CHECK(c.vocab_size > 0, "model vocab_size must be set (from the shard manifest)");
+  embed = register_module("embed", torch::nn::Embedding(torch::nn::EmbeddingOptions(c.vocab_size, c.d_model)));
+  encoder_layers = register_module("encoder_layers", torch::nn::ModuleList());
+  decoder_layers = register_module("decoder_layers", torch::nn::ModuleList());
+  for (int64_t i = 0; i < c.encoder_layers; ++i) encoder_layers->push_back(EncoderLayer(c));
+  for (int64_t i = 0; i < c.decoder_layers; ++i) decoder_layers->push_back(DecoderLayer(c));
+  if (c.pre_norm) {
+    encoder_norm = register_module("encoder_norm", layer_norm(c.d_model));
+    decoder_norm = register_module("decoder_norm", layer_norm(c.d_model));
+  }
+  positions_ = register_buffer("positions", sinusoidal_positions(c.max_positions, c.d_model));
+  reset_parameters();
+}
+
+void TransformerImpl::reset_parameters() {
+  torch::NoGradGuard no_grad;
+  // Xavier-uniform for every projection, zero biases (the paper's reference code);
+  // embeddings N(0, d^-1/2) so that after the sqrt(d) scale they have unit variance, and
+  // the pad row zero.
+  for (auto& p : named_parameters()) {
+    const std::string& name = p.key();
+    if (name == "embed.weight") continue;
+    if (name.find("norm") != std::string::npos) continue;  // LayerNorm keeps 1 / 0
+    if (name.size() > 7 && name.compare(name.size() - 7, 7, ".weight") == 0) torch::nn::init::xavier_uniform_(p.value());
+    else if (name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0) p.value().zero_();
+  }
+  embed->weight.normal_(0.0, std::pow(static_cast<double>(config_.d_model), -0.5));
+  embed->weight[config_.pad_id].zero_();
+}
+
+torch::Tensor TransformerImpl::embed_tokens(const torch::Tensor& tokens, int64_t first_position) {
+  const int64_t len = tokens.size(1);
+  TORCH_CHECK(first_position + len <= config_.max_positions, "sequence of ", first_position + len,
+              " positions exceeds model.max_positions = ", config_.max_positions);
+  auto x = embed(tokens) * std::sqrt(static_cast<double>(config_.d_model)) +
+           positions_.slice(0, first_position, first_position + len);
+  return F::dropout(x, F::DropoutFuncOptions().p(config_.dropout).training(is_training()));
+}
+
+torch::Tensor TransformerImpl::encode(const torch::Tensor& src, torch::Tensor* src_mask) {
+  *src_mask = padding_mask(src, config_.pad_id);
+  torch::Tensor x = embed_tokens(src, 0);
+  for (const auto& layer : *encoder_layers) x = layer->as<EncoderLayer>()->forward(x, *src_mask);
+  return config_.pre_norm ? encoder_norm(x) : x;
+}
+
+torch::Tensor TransformerImpl::decode(const torch::Tensor& tgt_in, const torch::Tensor& memory,
+                                      const torch::Tensor& memory_mask) {
+  const torch::Tensor self_mask = decoder_self_mask(tgt_in, config_.pad_id);
+  torch::Tensor x = embed_tokens(tgt_in, 0);
+  for (const auto& layer : *decoder_layers) x = layer->as<DecoderLayer>()->forward(x, memory, self_mask, memory_mask);
+  return config_.pre_norm ? decoder_norm(x) : x;
+}
+
+torch::Tensor TransformerImpl::project(const torch::Tensor& hidden) { return torch::matmul(hidden, embed->weight.t()); }
+
+torch::Tensor TransformerImpl::forward_hidden(const torch::Tensor& src, const torch::Tensor& tgt_in) {
+  torch::Tensor src_mask;
+  torch::Tensor memory = encode(src, &src_mask);
+  return decode(tgt_in, memory, src_mask);
+}
+
+torch::Tensor TransformerImpl::forward(const torch::Tensor& src, const torch::Tensor& tgt_in) {
+  return project(forward_hidden(src, tgt_in));
+}
+
+DecoderState TransformerImpl::start_decoding(const torch::Tensor& src) {
+  DecoderState s;
+  s.memory = encode(src, &s.memory_mask);
+  s.layers.resize(decoder_layers->size());
+  return s;
+}
+
+torch::Tensor TransformerImpl::decode_step(const torch::Tensor& tokens, DecoderState& state) {
+  // One new position: it may see every cached one, so the self-attention needs no mask.
+  torch::Tensor x = embed_tokens(tokens.view({-1, 1}), state.step);
+  for (size_t i = 0; i < decoder_layers->size(); ++i)
+    x = decoder_layers[i]->as<DecoderLayer>()->forward(x, state.memory, torch::Tensor(), state.memory_mask,
+                                                       &state.layers[i]);
+  if (config_.pre_norm) x = decoder_norm(x);
+  ++state.step;
+  return torch::log_softmax(project(x.squeeze(1)).to(torch::kFloat32), -1);
+}
+
+int64_t parameter_count(torch::nn::Module& module) {
+  int64_t n = 0;
+  for (const auto& p : module.parameters()) n += p.numel();
+  return n;
+}
+
+}  // namespace nmt::model

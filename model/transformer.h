@@ -1,0 +1,112 @@
+#pragma once
+// The Transformer of "Attention Is All You Need": shared (tied) embeddings scaled by
+// sqrt(d_model) plus sinusoidal positions, encoder and decoder stacks of attention and
+// position-wise FFN sublayers with residual + LayerNorm (post-norm as in the paper, or
+// pre-norm), and an output projection tied to the embedding matrix.
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "model/attention.h"
+#include "model/model_config.h"
+
+namespace nmt::model {
+
+// [max_positions, d_model]: pe[p, 2i] = sin(p / 10000^(2i/d)), pe[p, 2i+1] = cos(...).
+torch::Tensor sinusoidal_positions(int64_t max_positions, int64_t d_model);
+
+class FeedForwardImpl : public torch::nn::Module {
+ public:
+  FeedForwardImpl(int64_t d_model, int64_t ffn_dim, double activation_dropout);
+  torch::Tensor forward(const torch::Tensor& x);
+  torch::nn::Linear fc1{nullptr}, fc2{nullptr};
+
+ private:
+  double activation_dropout_;
+};
+TORCH_MODULE(FeedForward);
+
+class EncoderLayerImpl : public torch::nn::Module {
+ public:
+  explicit EncoderLayerImpl(const ModelConfig& c);
+  torch::Tensor forward(torch::Tensor x, const torch::Tensor& src_mask);
+  MultiHeadAttention self_attn{nullptr};
+  FeedForward ffn{nullptr};
+  torch::nn::LayerNorm norm1{nullptr}, norm2{nullptr};
+
+ private:
+  double dropout_;
+  bool pre_norm_;
+};
+TORCH_MODULE(EncoderLayer);
+
+// Per-layer caches of one decoding run.
+struct LayerCache {
+  KVCache self, cross;
+};
+
+class DecoderLayerImpl : public torch::nn::Module {
+ public:
+  explicit DecoderLayerImpl(const ModelConfig& c);
+  torch::Tensor forward(torch::Tensor x, const torch::Tensor& memory, const torch::Tensor& self_mask,
+                        const torch::Tensor& memory_mask, LayerCache* cache = nullptr);
+  MultiHeadAttention self_attn{nullptr}, cross_attn{nullptr};
+  FeedForward ffn{nullptr};
+  torch::nn::LayerNorm norm1{nullptr}, norm2{nullptr}, norm3{nullptr};
+
+ private:
+  double dropout_;
+  bool pre_norm_;
+};
+TORCH_MODULE(DecoderLayer);
+
+// What incremental decoding carries from step to step.
+struct DecoderState {
+  torch::Tensor memory;       // [batch, src_len, d] encoder output
+  torch::Tensor memory_mask;  // [batch, 1, 1, src_len]
+  std::vector<LayerCache> layers;
+  int64_t step = 0;           // positions decoded so far
+  // Keeps rows `index` (beam search: reorder and expand hypotheses), in every tensor.
+  void select(const torch::Tensor& index);
+};
+
+class TransformerImpl : public torch::nn::Module {
+ public:
+  explicit TransformerImpl(const ModelConfig& c);
+
+  // Teacher-forced training pass up to the final hidden states: [batch, tgt_len, d].
+  // Logits are left to the caller so that the loss can project only non-pad positions.
+  torch::Tensor forward_hidden(const torch::Tensor& src, const torch::Tensor& tgt_in);
+  // Full logits [batch, tgt_len, vocab] (tests, scoring).
+  torch::Tensor forward(const torch::Tensor& src, const torch::Tensor& tgt_in);
+
+  // Encoder output for decoding.
+  DecoderState start_decoding(const torch::Tensor& src);
+  // Feeds `tokens` [batch] (the previous outputs) and returns log-probabilities
+  // [batch, vocab] for the next position, extending the caches.
+  torch::Tensor decode_step(const torch::Tensor& tokens, DecoderState& state);
+
+  torch::Tensor encode(const torch::Tensor& src, torch::Tensor* src_mask);
+  torch::Tensor decode(const torch::Tensor& tgt_in, const torch::Tensor& memory, const torch::Tensor& memory_mask);
+  // hidden [..., d] -> logits [..., vocab] through the tied embedding matrix.
+  torch::Tensor project(const torch::Tensor& hidden);
+
+  const ModelConfig& config() const { return config_; }
+
+  torch::nn::Embedding embed{nullptr};
+  torch::nn::ModuleList encoder_layers{nullptr}, decoder_layers{nullptr};
+  torch::nn::LayerNorm encoder_norm{nullptr}, decoder_norm{nullptr};  // pre-norm only
+
+ private:
+  torch::Tensor embed_tokens(const torch::Tensor& tokens, int64_t first_position);
+  void reset_parameters();
+
+  ModelConfig config_;
+  torch::Tensor positions_;  // buffer [max_positions, d]
+};
+TORCH_MODULE(Transformer);
+
+// Number of trainable parameters (the tied matrix counted once).
+int64_t parameter_count(torch::nn::Module& module);
+
+}  // namespace nmt::model

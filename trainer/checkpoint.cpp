@@ -1,0 +1,186 @@
+#include "trainer/checkpoint.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "data/sha256.h"
+
+namespace fs = std::filesystem;
+
+namespace nmt::trainer {
+namespace {
+
+void write_all(int fd, const char* data, size_t n, const std::string& path) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd, data, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      throw CheckpointError(path + ": write failed: " + std::strerror(errno));
+    }
+    data += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+void fsync_dir(const fs::path& dir) {
+  const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
+template <typename T>
+T get(const c10::impl::GenericDict& d, const char* key, const std::string& path) {
+  auto it = d.find(key);
+  if (it == d.end()) throw CheckpointError(path + ": missing field '" + std::string(key) + "'");
+  try {
+    if constexpr (std::is_same_v<T, c10::impl::GenericDict>) return it->value().toGenericDict();
+    else if constexpr (std::is_same_v<T, std::string>) return it->value().toStringRef();
+    else if constexpr (std::is_same_v<T, torch::Tensor>) return it->value().toTensor();
+    else if constexpr (std::is_same_v<T, int64_t>) return it->value().toInt();
+    else if constexpr (std::is_same_v<T, double>) return it->value().toDouble();
+    else return it->value().to<T>();
+  } catch (const c10::Error&) {
+    throw CheckpointError(path + ": field '" + std::string(key) + "' has the wrong type");
+  }
+}
+
+}  // namespace
+
+void atomic_write(const std::string& path, const std::vector<char>& bytes) {
+  const fs::path target(path);
+  const fs::path tmp = target.parent_path() / ("." + target.filename().string() + ".tmp-" + std::to_string(::getpid()));
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) throw CheckpointError(tmp.string() + ": cannot create: " + std::strerror(errno));
+  try {
+    write_all(fd, bytes.data(), bytes.size(), tmp.string());
+    if (::fsync(fd) != 0) throw CheckpointError(tmp.string() + ": fsync failed: " + std::strerror(errno));
+  } catch (...) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), target.c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    throw CheckpointError(path + ": rename failed: " + std::strerror(errno));
+  }
+  fsync_dir(target.parent_path());
+}
+
+void save_checkpoint(const Checkpoint& c, const std::string& path) {
+  c10::impl::GenericDict planner(c10::StringType::get(), c10::AnyType::get());
+  planner.insert("epoch", c.planner_epoch);
+  planner.insert("cursor", c.planner_cursor);
+  planner.insert("slots_per_update", c.planner_slots);
+  c10::impl::GenericDict rng(c10::StringType::get(), c10::AnyType::get());
+  rng.insert("cpu", c.cpu_rng.defined() ? c.cpu_rng : torch::empty({0}, torch::kUInt8));
+  c10::List<torch::Tensor> cuda;
+  for (const auto& t : c.cuda_rng) cuda.push_back(t);
+  rng.insert("cuda", cuda);
+
+  c10::impl::GenericDict d(c10::StringType::get(), c10::AnyType::get());
+  d.insert("format_version", kCheckpointFormatVersion);
+  d.insert("model", c.model);
+  d.insert("optimizer", c.optimizer);
+  d.insert("update", c.update);
+  d.insert("epoch", c.epoch);
+  d.insert("planner", planner);
+  d.insert("config", c.config_yaml);
+  d.insert("vocab_sha256", c.vocab_sha256);
+  d.insert("rng", rng);
+  d.insert("best_valid_loss", c.best_valid_loss);
+  d.insert("bad_validations", c.bad_validations);
+  d.insert("metrics", c.metrics_json);
+  const std::vector<char> bytes = torch::pickle_save(c10::IValue(d));
+  // The sidecar first: a crash between the two renames leaves a checkpoint whose old
+  // sidecar mismatches, which load reports, never a silently unverified one.
+  const std::string digest = data::sha256_hex(std::string_view(bytes.data(), bytes.size()));
+  const std::string sidecar = digest + "  " + fs::path(path).filename().string() + "\n";
+  atomic_write(path + ".sha256", std::vector<char>(sidecar.begin(), sidecar.end()));
+  atomic_write(path, bytes);
+}
+
+Checkpoint load_checkpoint(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw CheckpointError(path + ": checkpoint does not exist or cannot be read");
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (fs::exists(path + ".sha256")) {
+    std::ifstream s(path + ".sha256");
+    std::string want;
+    s >> want;
+    if (data::sha256_hex(std::string_view(bytes.data(), bytes.size())) != want)
+      throw CheckpointError(path + ": checksum differs from " + path + ".sha256 (corrupt or truncated checkpoint)");
+  }
+  c10::IValue iv;
+  try {
+    iv = torch::pickle_load(bytes);
+  } catch (const std::exception& e) {
+    throw CheckpointError(path + ": not a readable checkpoint (corrupt or truncated?)");
+  }
+  if (!iv.isGenericDict()) throw CheckpointError(path + ": not a checkpoint dict");
+  const auto d = iv.toGenericDict();
+  Checkpoint c;
+  const int64_t version = get<int64_t>(d, "format_version", path);
+  if (version != kCheckpointFormatVersion)
+    throw CheckpointError(path + ": field 'format_version' is " + std::to_string(version) + ", expected " +
+                          std::to_string(kCheckpointFormatVersion));
+  try {
+    for (const auto& kv : get<c10::impl::GenericDict>(d, "model", path))
+      c.model.insert(kv.key().toStringRef(), kv.value().toTensor());
+    for (const auto& kv : get<c10::impl::GenericDict>(d, "optimizer", path)) {
+      c10::Dict<std::string, torch::Tensor> s;
+      for (const auto& e : kv.value().toGenericDict()) s.insert(e.key().toStringRef(), e.value().toTensor());
+      c.optimizer.insert(kv.key().toStringRef(), s);
+    }
+  } catch (const c10::Error&) {
+    throw CheckpointError(path + ": field 'model' or 'optimizer' is not a dict of tensors");
+  }
+  c.update = get<int64_t>(d, "update", path);
+  c.epoch = get<int64_t>(d, "epoch", path);
+  const auto planner = get<c10::impl::GenericDict>(d, "planner", path);
+  c.planner_epoch = get<int64_t>(planner, "epoch", path);
+  c.planner_cursor = get<int64_t>(planner, "cursor", path);
+  c.planner_slots = get<int64_t>(planner, "slots_per_update", path);
+  c.config_yaml = get<std::string>(d, "config", path);
+  c.vocab_sha256 = get<std::string>(d, "vocab_sha256", path);
+  const auto rng = get<c10::impl::GenericDict>(d, "rng", path);
+  c.cpu_rng = get<torch::Tensor>(rng, "cpu", path);
+  for (const auto& t : get<c10::List<torch::Tensor>>(rng, "cuda", path)) c.cuda_rng.push_back(t);
+  c.best_valid_loss = get<double>(d, "best_valid_loss", path);
+  c.bad_validations = get<int64_t>(d, "bad_validations", path);
+  c.metrics_json = get<std::string>(d, "metrics", path);
+  return c;
+}
+
+c10::Dict<std::string, torch::Tensor> model_weights(const torch::nn::Module& module) {
+  c10::Dict<std::string, torch::Tensor> out;
+  for (const auto& p : module.named_parameters()) out.insert(p.key(), p.value().detach().cpu().clone());
+  return out;
+}
+
+void load_model_weights(torch::nn::Module& module, const c10::Dict<std::string, torch::Tensor>& weights,
+                        const std::string& path) {
+  torch::NoGradGuard no_grad;
+  auto params = module.named_parameters();
+  for (const auto& kv : weights)
+    if (!params.contains(kv.key()))
+      throw CheckpointError(path + ": parameter '" + kv.key() + "' does not exist in the configured model");
+  for (auto& p : params) {
+    auto it = weights.find(p.key());
+    if (it == weights.end())
+      throw CheckpointError(path + ": lacks parameter '" + p.key() + "' of the configured model");
+    if (!it->value().sizes().equals(p.value().sizes()))
+      throw CheckpointError(path + ": parameter '" + p.key() + "' has shape " + c10::str(it->value().sizes()) +
+                            " but the configured model needs " + c10::str(p.value().sizes()) +
+                            " (model.* or vocabulary differ from the checkpoint's)");
+    p.value().copy_(it->value());
+  }
+}
+
+}  // namespace nmt::trainer

@@ -1,0 +1,57 @@
+#pragma once
+// Checkpoints (DESIGN.md, stable surface): a generic dict written with
+// torch::pickle_save, which Python's torch.load(weights_only=True) reads:
+//   model      {parameter name -> tensor}
+//   optimizer  {parameter name -> {exp_avg, exp_avg_sq, step}}
+//   update, epoch, format_version (int), config (resolved YAML), vocab_sha256 (str),
+//   planner    {epoch, cursor, slots_per_update}
+//   rng        {cpu: uint8 tensor, cuda: [uint8 tensor per device]}
+//   best_valid_loss (float), bad_validations (int), metrics (JSON string of history)
+// Written atomically (temporary file, fsync, rename, fsync of the directory) with a
+// SHA-256 sidecar `<file>.sha256` that load verifies.
+#include <torch/torch.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace nmt::trainer {
+
+inline constexpr int64_t kCheckpointFormatVersion = 1;
+
+class CheckpointError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct Checkpoint {
+  c10::Dict<std::string, torch::Tensor> model;
+  c10::Dict<std::string, c10::Dict<std::string, torch::Tensor>> optimizer;
+  int64_t update = 0;
+  int64_t epoch = 1;
+  int64_t planner_epoch = 1, planner_cursor = 0, planner_slots = 1;
+  std::string config_yaml;
+  std::string vocab_sha256;
+  torch::Tensor cpu_rng;                 // uint8
+  std::vector<torch::Tensor> cuda_rng;   // uint8, one per device
+  double best_valid_loss = 1e30;
+  int64_t bad_validations = 0;
+  std::string metrics_json = "[]";
+};
+
+// Atomic, verified write. Throws CheckpointError naming the path.
+void save_checkpoint(const Checkpoint& ckpt, const std::string& path);
+// Verifies the sidecar checksum (when present) and every field. Throws CheckpointError
+// naming the path and the field.
+Checkpoint load_checkpoint(const std::string& path);
+
+// Copies `weights` into `module`'s parameters; every name must match with the same shape.
+// Throws CheckpointError naming the parameter (`path` for the message).
+void load_model_weights(torch::nn::Module& module, const c10::Dict<std::string, torch::Tensor>& weights,
+                        const std::string& path);
+c10::Dict<std::string, torch::Tensor> model_weights(const torch::nn::Module& module);
+
+// Writes `bytes` to `path` atomically (tmp + fsync + rename + fsync dir).
+void atomic_write(const std::string& path, const std::vector<char>& bytes);
+
+}  // namespace nmt::trainer

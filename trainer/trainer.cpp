@@ -1,0 +1,317 @@
+#include "trainer/trainer.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+#include <regex>
+
+#include "data/progress.h"
+#include "trainer/config_loader.h"
+#include "trainer/loss.h"
+#include "trainer/model_setup.h"
+
+namespace fs = std::filesystem;
+
+namespace nmt::trainer {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> named_params(torch::nn::Module& m) {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (const auto& p : m.named_parameters()) out.emplace_back(p.key(), p.value());
+  return out;
+}
+
+// update_<N>.pt files of a run directory, oldest first.
+std::vector<std::pair<int64_t, fs::path>> periodic_checkpoints(const fs::path& dir) {
+  std::vector<std::pair<int64_t, fs::path>> out;
+  if (!fs::is_directory(dir)) return out;
+  static const std::regex re("update_([0-9]+)\\.pt");
+  for (const auto& e : fs::directory_iterator(dir)) {
+    std::smatch m;
+    const std::string name = e.path().filename().string();
+    if (std::regex_match(name, m, re)) out.emplace_back(std::stoll(m[1]), e.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+Trainer::Trainer(const Config& cfg, const dist::ProcessGroup& group)
+    : cfg_(cfg), group_(group), device_(choose_device(cfg.train, group.local_rank())),
+      schedule_(cfg.schedule, cfg.model.d_model), log_(cfg.train.save_dir, group.is_main()),
+      start_(std::chrono::steady_clock::now()) {
+  torch::set_num_threads(static_cast<int>(cfg_.train.threads));
+  comm_ = dist::make_communicator(cfg_.dist, group_, device_);
+  train_ = std::make_unique<data::ShardedCorpus>(cfg_.data.shard_dir, cfg_.data.train_split);
+  valid_ = std::make_unique<data::ShardedCorpus>(cfg_.data.shard_dir, cfg_.data.valid_split);
+  special_ = train_->manifest().special;
+
+  // Same seed on every rank: identical initial parameters (rank 0's are broadcast anyway).
+  torch::manual_seed(static_cast<uint64_t>(cfg_.train.seed));
+  model_ = model::Transformer(model_config_for(cfg_, train_->manifest()));
+  model_->to(device_);
+  model_->train();
+  for (auto& p : model_->parameters()) p.mutable_grad() = torch::zeros_like(p);  // reducer needs defined grads
+  optim_ = std::make_unique<Adam>(named_params(*model_), cfg_.optim);
+  reducer_ = std::make_unique<dist::GradReducer>(model_->parameters(), *comm_, cfg_.dist.bucket_mb);
+  planner_ = std::make_unique<data::BatchPlanner>(
+      train_->src_lengths(), train_->tgt_lengths(),
+      data::PlanOptions{cfg_.data.max_tokens, static_cast<uint64_t>(cfg_.train.seed), group_.world_size(),
+                        cfg_.train.update_freq});
+  // Dropout differs per rank (different data deserve different masks), yet is reproducible.
+  torch::manual_seed(static_cast<uint64_t>(cfg_.train.seed) * 1000003ull + static_cast<uint64_t>(group_.rank()));
+  if (cfg_.debug.anomaly) torch::autograd::AnomalyMode::set_enabled(true);
+}
+
+Trainer::~Trainer() = default;
+
+Trainer::StepResult Trainer::train_step(const std::vector<data::MicroBatch>& mine) {
+  std::vector<data::Batch> batches;
+  int64_t local_tokens = 0;
+  for (const auto& mb : mine) {
+    batches.push_back(data::make_batch(*train_, mb, special_));
+    local_tokens += batches.back().tgt_tokens;
+  }
+  // The update's gradient is the sum over all micro-batches of all ranks divided by their
+  // total target tokens, known before the first backward (DESIGN.md, loss normalization).
+  const int64_t total_tokens = static_cast<int64_t>(comm_->all_reduce_sum(static_cast<double>(local_tokens)));
+  StepResult r;
+  r.tokens = total_tokens;
+  torch::Tensor loss_sum = torch::zeros({}, torch::kFloat64), nll_sum = torch::zeros({}, torch::kFloat64);
+  for (size_t k = 0; k < batches.size(); ++k) {
+    const bool last = k + 1 == batches.size();
+    if (last) reducer_->arm();  // all-reduce only after the final micro-batch's backward
+    const data::Batch& b = batches[k];
+    if (b.empty()) continue;
+    torch::Tensor hidden = model_->forward_hidden(b.src.to(device_), b.tgt_in.to(device_));
+    LossSums l = label_smoothed_loss(hidden, b.tgt_out.to(device_), special_.pad, cfg_.optim.label_smoothing,
+                                     [&](const torch::Tensor& h) { return model_->project(h); });
+    (l.loss / static_cast<double>(total_tokens)).backward();
+    loss_sum += l.loss.detach().to(torch::kCPU, torch::kFloat64);
+    nll_sum += l.nll.to(torch::kCPU, torch::kFloat64);
+  }
+  reducer_->finish();
+
+  r.loss = comm_->all_reduce_sum(loss_sum.item<double>());
+  r.nll = comm_->all_reduce_sum(nll_sum.item<double>());
+  if (cfg_.debug.check_finite && !std::isfinite(r.loss))
+    throw TrainingError(fmt::format("update {}: the loss is {} (non-finite); set debug.anomaly=true to find the op",
+                                    update_ + 1, r.loss));
+  std::vector<torch::Tensor> grads;
+  for (auto& p : model_->parameters()) grads.push_back(p.grad());
+  const double norm = torch::linalg_vector_norm(torch::stack(torch::_foreach_norm(grads)), 2).item<double>();
+  if (cfg_.debug.check_finite) check_gradients_finite(norm);
+  if (cfg_.optim.clip_norm > 0 && norm > cfg_.optim.clip_norm) {
+    torch::NoGradGuard no_grad;
+    torch::_foreach_mul_(grads, cfg_.optim.clip_norm / (norm + 1e-6));
+  }
+  r.lr = schedule_.lr(update_ + 1);
+  optim_->step(r.lr);
+  optim_->zero_grad();
+  ++update_;
+  return r;
+}
+
+void Trainer::check_gradients_finite(double grad_norm) {
+  if (std::isfinite(grad_norm)) return;
+  for (const auto& p : model_->named_parameters())
+    if (!torch::isfinite(p.value().grad()).all().item<bool>())
+      throw TrainingError(fmt::format("update {}: non-finite gradient in parameter '{}'", update_ + 1, p.key()));
+  throw TrainingError(fmt::format("update {}: the gradient norm is non-finite", update_ + 1));
+}
+
+Trainer::Validation Trainer::validate() {
+  torch::NoGradGuard no_grad;
+  model_->eval();
+  const auto batches = data::pack_micro_batches(valid_->src_lengths(), valid_->tgt_lengths(), cfg_.data.max_tokens);
+  double loss = 0, nll = 0, tokens = 0;
+  // Micro-batch j goes to rank j % world: every rank scores a share, sums are all-reduced.
+  for (size_t j = static_cast<size_t>(group_.rank()); j < batches.size(); j += group_.world_size()) {
+    data::Batch b = data::make_batch(*valid_, batches[j], special_);
+    torch::Tensor hidden = model_->forward_hidden(b.src.to(device_), b.tgt_in.to(device_));
+    LossSums l = label_smoothed_loss(hidden, b.tgt_out.to(device_), special_.pad, cfg_.optim.label_smoothing,
+                                     [&](const torch::Tensor& h) { return model_->project(h); });
+    loss += l.loss.item<double>();
+    nll += l.nll.item<double>();
+    tokens += static_cast<double>(l.tokens);
+  }
+  model_->train();
+  loss = comm_->all_reduce_sum(loss);
+  nll = comm_->all_reduce_sum(nll);
+  tokens = comm_->all_reduce_sum(tokens);
+  return {loss / tokens, nll / tokens};
+}
+
+Checkpoint Trainer::make_checkpoint() const {
+  Checkpoint c;
+  c.model = model_weights(*model_);
+  c.optimizer = optim_->state_dict();
+  c.update = update_;
+  c.epoch = epoch_;
+  const auto st = planner_->state();
+  c.planner_epoch = st.epoch;
+  c.planner_cursor = st.cursor;
+  c.planner_slots = st.slots_per_update;
+  c.config_yaml = to_yaml(cfg_);
+  c.vocab_sha256 = train_->manifest().spm_sha256;
+  c.cpu_rng = at::detail::getDefaultCPUGenerator().get_state();
+  c.best_valid_loss = best_valid_loss_;
+  c.bad_validations = bad_validations_;
+  c.metrics_json = history_.dump();
+  return c;
+}
+
+void Trainer::save(bool best) {
+  if (!group_.is_main()) return;
+  const fs::path dir(cfg_.train.save_dir);
+  fs::create_directories(dir);
+  const Checkpoint c = make_checkpoint();
+  save_checkpoint(c, (dir / "last.pt").string());
+  if (cfg_.train.save_interval_updates > 0 && update_ % cfg_.train.save_interval_updates == 0) {
+    save_checkpoint(c, (dir / fmt::format("update_{}.pt", update_)).string());
+    auto all = periodic_checkpoints(dir);
+    // keep_last: remove the oldest periodic checkpoints beyond the newest N.
+    for (size_t i = 0; cfg_.train.keep_last > 0 && i + cfg_.train.keep_last < all.size(); ++i) {
+      fs::remove(all[i].second);
+      fs::remove(all[i].second.string() + ".sha256");
+    }
+  }
+  if (best) save_checkpoint(c, (dir / "best.pt").string());
+}
+
+std::string Trainer::find_resume_checkpoint() {
+  const fs::path dir(cfg_.train.save_dir);
+  std::vector<fs::path> candidates = {dir / "last.pt"};
+  auto periodic = periodic_checkpoints(dir);
+  for (auto it = periodic.rbegin(); it != periodic.rend(); ++it) candidates.push_back(it->second);
+  for (const auto& p : candidates) {
+    if (!fs::exists(p)) continue;
+    try {
+      load_checkpoint(p.string());
+      return p.string();
+    } catch (const CheckpointError& e) {
+      log_.info(fmt::format("resume auto: skipping {}: {}", p.string(), e.what()));
+    }
+  }
+  return "";
+}
+
+void Trainer::restore(const std::string& path) {
+  Checkpoint c = load_checkpoint(path);
+  if (c.vocab_sha256 != train_->manifest().spm_sha256)
+    throw CheckpointError(path + ": field 'vocab_sha256' differs from data.shard_dir's vocabulary");
+  load_model_weights(*model_, c.model, path);
+  try {
+    optim_->load_state_dict(c.optimizer);
+  } catch (const std::runtime_error& e) {
+    throw CheckpointError(path + ": " + e.what());
+  }
+  planner_->restore({c.planner_epoch, c.planner_cursor, c.planner_slots});
+  update_ = c.update;
+  epoch_ = c.epoch;
+  best_valid_loss_ = c.best_valid_loss;
+  bad_validations_ = c.bad_validations;
+  history_ = nlohmann::json::parse(c.metrics_json);
+  if (c.cpu_rng.numel() > 0) {
+    at::Generator gen = at::detail::getDefaultCPUGenerator();
+    gen.set_state(c.cpu_rng);
+  }
+  log_.info(fmt::format("resumed from {} at update {} (epoch {}, cursor {})", path, update_, c.planner_epoch,
+                        c.planner_cursor));
+}
+
+void Trainer::validate_and_save(const char* label, double wall_s) {
+  const Validation v = validate();
+  const bool improved = v.loss < best_valid_loss_;
+  bad_validations_ = improved ? 0 : bad_validations_ + 1;
+  if (improved) best_valid_loss_ = v.loss;
+  log_.info(fmt::format("{} at update {} | loss {:.4f} | nll {:.4f} | ppl {:.2f}{}", label, update_, v.loss, v.nll,
+                        std::exp(v.nll), improved ? " | best" : ""));
+  const nlohmann::json rec = {{"event", "valid"}, {"update", update_}, {"epoch", epoch_}, {"valid_loss", v.loss},
+                              {"valid_nll", v.nll}, {"valid_ppl", std::exp(v.nll)}, {"wall_s", wall_s}};
+  log_.metrics(rec);
+  history_.push_back(rec);
+  save(improved);
+}
+
+bool Trainer::should_stop(int64_t epoch) const {
+  if (cfg_.train.max_updates > 0 && update_ >= cfg_.train.max_updates) return true;
+  if (cfg_.train.max_epochs > 0 && epoch > cfg_.train.max_epochs) return true;
+  if (cfg_.train.patience > 0 && bad_validations_ >= cfg_.train.patience) return true;
+  return false;
+}
+
+void Trainer::run(const std::string& resume) {
+  std::string path = resume == "auto" ? find_resume_checkpoint() : resume;
+  if (resume == "auto" && path.empty()) log_.info("resume auto: no checkpoint in " + cfg_.train.save_dir + ", starting fresh");
+  if (!path.empty()) restore(path);
+  // Rank 0's parameters are everyone's (at start and after resume).
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& p : model_->parameters()) comm_->broadcast(p, 0);
+  }
+  log_.info(fmt::format("model: {} parameters | device {} | ranks {} | backend {} | {} updates/epoch | threads {}",
+                        model::parameter_count(*model_), device_.str(), group_.world_size(), comm_->name(),
+                        planner_->updates_per_epoch(), cfg_.train.threads));
+
+  const auto t0 = std::chrono::steady_clock::now();
+  auto window_start = t0;
+  double window_loss = 0, window_nll = 0;
+  int64_t window_tokens = 0, window_updates = 0;
+  const int64_t first_update = update_;
+  for (;;) {
+    const data::BatchPlanner::State before = planner_->state();
+    epoch_ = before.epoch;
+    const double minutes = seconds_since(t0) / 60.0;
+    // All ranks agree on the time limit: rank 0's clock decides.
+    const bool out_of_time = cfg_.train.max_minutes > 0 &&
+                             comm_->all_reduce_max(group_.is_main() ? minutes : 0.0) >= cfg_.train.max_minutes;
+    if (should_stop(epoch_) || out_of_time) break;
+    if (cfg_.debug.fault_update == update_ + 1 && cfg_.debug.fault_rank == group_.rank())
+      throw TrainingError(fmt::format("injected fault on rank {} at update {} (debug.fault_rank/fault_update)",
+                                      group_.rank(), update_ + 1));
+
+    const StepResult r = train_step(planner_->next(group_.rank()));
+    window_loss += r.loss;
+    window_nll += r.nll;
+    window_tokens += r.tokens;
+    ++window_updates;
+
+    if (update_ % cfg_.train.log_interval == 0 || update_ == 1) {
+      const double secs = seconds_since(window_start);
+      const double per_update = seconds_since(t0) / static_cast<double>(update_ - first_update);
+      double eta = NAN;
+      if (cfg_.train.max_updates > 0) eta = per_update * static_cast<double>(cfg_.train.max_updates - update_);
+      if (cfg_.train.max_minutes > 0) {
+        const double left = cfg_.train.max_minutes * 60 - seconds_since(t0);
+        eta = std::isnan(eta) ? left : std::min(eta, left);
+      }
+      const double loss = window_loss / window_tokens, nll = window_nll / window_tokens;
+      log_.info(fmt::format("update {:>6} | epoch {:>3} | loss {:.4f} | nll {:.4f} | ppl {:.2f} | lr {:.3e} | "
+                            "{:.0f} tgt tok/s | elapsed {} | ETA {}",
+                            update_, epoch_, loss, nll, std::exp(nll), r.lr, window_tokens / secs,
+                            data::format_duration(seconds_since(t0)), data::format_duration(eta)));
+      log_.metrics({{"event", "train"}, {"update", update_}, {"epoch", epoch_}, {"loss", loss}, {"nll", nll},
+                    {"ppl", std::exp(nll)}, {"lr", r.lr}, {"tgt_tokens_per_s", window_tokens / secs},
+                    {"updates", window_updates}, {"wall_s", seconds_since(t0)}});
+      window_start = std::chrono::steady_clock::now();
+      window_loss = window_nll = 0;
+      window_tokens = window_updates = 0;
+    }
+    if (update_ % cfg_.train.validate_interval_updates == 0) validate_and_save("validation", seconds_since(t0));
+    else if (cfg_.train.save_interval_updates > 0 && update_ % cfg_.train.save_interval_updates == 0) save(false);
+  }
+  // Final validation and checkpoint, unless the last update just had them.
+  if (update_ > first_update && update_ % cfg_.train.validate_interval_updates != 0)
+    validate_and_save("final validation", seconds_since(t0));
+  log_.info(fmt::format("done: {} updates in {} ({} epochs started), best validation loss {:.4f}", update_,
+                        data::format_duration(seconds_since(t0)), epoch_, best_valid_loss_));
+}
+
+}  // namespace nmt::trainer

@@ -1,0 +1,86 @@
+#pragma once
+// The training loop. One update (train_step) reads top to bottom: plan -> all-reduce the
+// token count -> forward/backward each micro-batch -> reduce gradients -> check, clip,
+// step. Everything else (validation, checkpoints, logging) sits around it in run().
+#include <torch/torch.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "data/batch.h"
+#include "data/batch_planner.h"
+#include "data/sharded_corpus.h"
+#include "dist/communicator.h"
+#include "dist/grad_reducer.h"
+#include "dist/process_group.h"
+#include "model/transformer.h"
+#include "trainer/adam.h"
+#include "trainer/checkpoint.h"
+#include "trainer/config.h"
+#include "trainer/lr_schedule.h"
+#include "trainer/train_log.h"
+
+namespace nmt::trainer {
+
+// A numerical failure (NaN/Inf) or an injected fault, naming the update.
+class TrainingError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class Trainer {
+ public:
+  Trainer(const Config& cfg, const dist::ProcessGroup& group);
+  ~Trainer();
+
+  // Trains until max_updates / max_epochs / max_minutes / patience says stop.
+  // `resume`: "" (fresh), a checkpoint path, or "auto" (newest valid one in save_dir).
+  void run(const std::string& resume);
+
+  model::Transformer& model() { return model_; }
+  int64_t update() const { return update_; }
+
+ private:
+  struct StepResult {
+    double loss = 0, nll = 0;  // sums over the update's target tokens, all ranks
+    int64_t tokens = 0;        // target tokens, all ranks
+    double lr = 0;
+  };
+  struct Validation {
+    double loss = 0, nll = 0;  // per target token
+  };
+
+  StepResult train_step(const std::vector<data::MicroBatch>& mine);
+  Validation validate();
+  void check_gradients_finite(double grad_norm);
+  // last.pt always; update_<N>.pt on the save interval (keeping keep_last); best.pt if `best`.
+  void save(bool best);
+  void validate_and_save(const char* label, double wall_s);
+  void restore(const std::string& path);
+  std::string find_resume_checkpoint();
+  Checkpoint make_checkpoint() const;
+  bool should_stop(int64_t epoch) const;
+
+  Config cfg_;
+  const dist::ProcessGroup& group_;
+  torch::Device device_;
+  std::unique_ptr<dist::Communicator> comm_;
+  std::unique_ptr<data::ShardedCorpus> train_, valid_;
+  data::SpecialIds special_;
+  model::Transformer model_{nullptr};
+  std::unique_ptr<Adam> optim_;
+  std::unique_ptr<dist::GradReducer> reducer_;
+  std::unique_ptr<data::BatchPlanner> planner_;
+  LrSchedule schedule_;
+  TrainLog log_;
+  int64_t update_ = 0;
+  int64_t epoch_ = 1;
+  double best_valid_loss_ = 1e30;
+  int64_t bad_validations_ = 0;
+  nlohmann::json history_ = nlohmann::json::array();
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace nmt::trainer
