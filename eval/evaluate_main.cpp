@@ -1,16 +1,63 @@
-// train --config C [key=value ...] [--resume PATH|auto] [--print-config]
+// evaluate --config C --checkpoint P [--split val|test|FILE] [--ref FILE] [--beam K] [--lenpen A] [--output FILE]
+// evaluate bleu --hyp FILE --ref FILE
+// Prints sacreBLEU's score line, then its signature.
+#include <cstdio>
+
+#include "dist/communicator.h"
+#include "dist/process_group.h"
+#include "eval/evaluation.h"
 #include "trainer/cli.h"
+#include "trainer/model_setup.h"
+
+namespace {
+
+int bleu_command(int argc, char** argv) {
+  CLI::App app("Score hypotheses against references with sacreBLEU's BLEU (13a, exp smoothing, mixed case).");
+  std::string hyp, ref;
+  app.add_option("--hyp", hyp, "hypotheses, one per line")->required();
+  app.add_option("--ref", ref, "references, one per line")->required();
+  if (int rc = nmt::trainer::parse_cli(app, argc, argv); rc >= 0) return rc;
+  const auto h = nmt::eval::read_text_lines(hyp), r = nmt::eval::read_text_lines(ref);
+  if (h.size() != r.size())
+    throw std::invalid_argument(hyp + " has " + std::to_string(h.size()) + " lines but " + ref + " has " +
+                                std::to_string(r.size()));
+  std::printf("%s\n%s\n", nmt::eval::corpus_bleu(h, r).to_string().c_str(), nmt::eval::bleu_signature().c_str());
+  return 0;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
-  return nmt::trainer::run_main("evaluate", [&] {
-    CLI::App app("Translate a test split and score it with BLEU.");
+  if (argc > 1 && std::string(argv[1]) == "bleu")
+    return nmt::trainer::run_main("evaluate bleu", [&] { return bleu_command(argc - 1, argv + 1); });
+  nmt::dist::ProcessGroup group(&argc, &argv);
+  const std::string name = group.world_size() > 1 ? "evaluate[rank " + std::to_string(group.rank()) + "]" : "evaluate";
+  const int rc = nmt::trainer::run_main(name, [&] {
+    CLI::App app("Translate a split with a checkpoint and score it with BLEU. `evaluate bleu --hyp H --ref R` scores files.");
     nmt::trainer::ConfigArgs args;
     nmt::trainer::add_config_options(app, args);
-    std::string resume;
-    app.add_option("--resume", resume, "checkpoint to continue from, or 'auto' for the newest in train.save_dir");
+    nmt::eval::EvalRequest req;
+    int64_t beam = -1;
+    double lenpen = -1;
+    app.add_option("--checkpoint", req.checkpoint, "checkpoint to evaluate")->required();
+    app.add_option("--split", req.split, "val, test (data.test_split) or a raw source file");
+    app.add_option("--ref", req.ref, "reference file (default: the split's raw target file)");
+    app.add_option("--beam", beam, "beam size (default eval.beam; 1 = greedy)");
+    app.add_option("--lenpen", lenpen, "length penalty (default eval.lenpen)");
+    app.add_option("--output", req.output, "write the hypotheses here");
     if (int rc = nmt::trainer::parse_cli(app, argc, argv); rc >= 0) return rc;
+    if (beam >= 0) args.overrides.push_back("eval.beam=" + std::to_string(beam));
+    if (lenpen >= 0) args.overrides.push_back("eval.lenpen=" + std::to_string(lenpen));
     nmt::trainer::Config cfg;
     if (!nmt::trainer::resolve_config(args, nmt::trainer::Needs::kShards, &cfg)) return 0;
+    torch::set_num_threads(static_cast<int>(cfg.train.threads));
+    const torch::Device device = nmt::trainer::choose_device(cfg.train, group.local_rank());
+    auto comm = nmt::dist::make_communicator(cfg.dist, group, device);
+    const auto result = nmt::eval::run_evaluation(cfg, req, *comm);
+    if (group.is_main() && result.scored)
+      std::printf("%s\n%s\n", result.bleu.to_string().c_str(), nmt::eval::bleu_signature().c_str());
     return 0;
   });
+  if (rc != 0 && group.world_size() > 1) group.abort(rc);
+  return rc;
 }

@@ -8,6 +8,7 @@
 #include <iterator>
 
 #include "data/sha256.h"
+#include "trainer/torch_pickle.h"
 
 namespace fs = std::filesystem;
 
@@ -80,7 +81,9 @@ void save_checkpoint(const Checkpoint& c, const std::string& path) {
   planner.insert("slots_per_update", c.planner_slots);
   c10::impl::GenericDict rng(c10::StringType::get(), c10::AnyType::get());
   rng.insert("cpu", c.cpu_rng.defined() ? c.cpu_rng : torch::empty({0}, torch::kUInt8));
-  c10::List<torch::Tensor> cuda;
+  // A generic list: a typed List[Tensor] would pickle through a global (build_tensorlist)
+  // that torch.load(weights_only=True) refuses.
+  c10::impl::GenericList cuda(c10::AnyType::get());
   for (const auto& t : c.cuda_rng) cuda.push_back(t);
   rng.insert("cuda", cuda);
 
@@ -97,7 +100,7 @@ void save_checkpoint(const Checkpoint& c, const std::string& path) {
   d.insert("best_valid_loss", c.best_valid_loss);
   d.insert("bad_validations", c.bad_validations);
   d.insert("metrics", c.metrics_json);
-  const std::vector<char> bytes = torch::pickle_save(c10::IValue(d));
+  const std::vector<char> bytes = pickle_save_untagged(c10::IValue(d));
   // The sidecar first: a crash between the two renames leaves a checkpoint whose old
   // sidecar mismatches, which load reports, never a silently unverified one.
   const std::string digest = data::sha256_hex(std::string_view(bytes.data(), bytes.size()));
@@ -151,7 +154,11 @@ Checkpoint load_checkpoint(const std::string& path) {
   c.vocab_sha256 = get<std::string>(d, "vocab_sha256", path);
   const auto rng = get<c10::impl::GenericDict>(d, "rng", path);
   c.cpu_rng = get<torch::Tensor>(rng, "cpu", path);
-  for (const auto& t : get<c10::List<torch::Tensor>>(rng, "cuda", path)) c.cuda_rng.push_back(t);
+  try {
+    for (const auto& t : rng.at("cuda").toListRef()) c.cuda_rng.push_back(t.toTensor());
+  } catch (const c10::Error&) {
+    throw CheckpointError(path + ": field 'rng.cuda' is not a list of tensors");
+  }
   c.best_valid_loss = get<double>(d, "best_valid_loss", path);
   c.bad_validations = get<int64_t>(d, "bad_validations", path);
   c.metrics_json = get<std::string>(d, "metrics", path);

@@ -1,0 +1,78 @@
+#include "eval/evaluation.h"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+
+#include "data/data_error.h"
+#include "data/sharded_corpus.h"
+#include "data/text_file.h"
+#include "eval/translator.h"
+#include "trainer/checkpoint.h"
+#include "trainer/model_setup.h"
+
+namespace nmt::eval {
+
+std::vector<std::string> read_text_lines(const std::string& path) {
+  if (!std::filesystem::is_regular_file(path)) throw data::DataError(path + ": file does not exist");
+  return data::read_lines(path);
+}
+
+void write_text_lines(const std::string& path, const std::vector<std::string>& lines) {
+  std::string text;
+  for (const auto& l : lines) text += l + "\n";
+  trainer::atomic_write(path, std::vector<char>(text.begin(), text.end()));
+}
+
+EvalResult run_evaluation(const trainer::Config& cfg, const EvalRequest& req, dist::Communicator& comm) {
+  const torch::Device device = comm.device();
+  Translator translator(cfg, req.checkpoint, device);
+
+  // Sources: a preprocessed split (the very ids training saw) or a raw text file.
+  std::vector<std::vector<int32_t>> sources;
+  std::string raw_split;
+  if (req.split == "val" || req.split == "test") {
+    raw_split = req.split == "val" ? cfg.data.valid_split : cfg.data.test_split;
+    data::ShardedCorpus corpus(cfg.data.shard_dir, raw_split);
+    std::vector<int32_t> s, t;
+    for (int64_t i = 0; i < corpus.size(); ++i) {
+      corpus.read(i, &s, &t);
+      sources.push_back(s);
+    }
+  } else {
+    for (const auto& line : read_text_lines(req.split)) sources.push_back(translator.encode(line));
+  }
+  std::string ref_path = req.ref;
+  if (ref_path.empty() && !raw_split.empty()) {
+    ref_path = data::find_split_file(cfg.data.raw_dir, raw_split, cfg.data.tgt_lang);
+    if (ref_path.empty())
+      throw data::DataError(cfg.data.raw_dir + ": no reference file " + raw_split + "." + cfg.data.tgt_lang +
+                            "[.gz] (data.raw_dir, or pass --ref)");
+  }
+  std::vector<std::string> refs;
+  if (!ref_path.empty()) {
+    refs = read_text_lines(ref_path);  // checked before the (long) decoding
+    if (refs.size() != sources.size())
+      throw data::DataError(ref_path + " has " + std::to_string(refs.size()) + " lines but the source has " +
+                            std::to_string(sources.size()));
+  }
+
+  // Contiguous slices per rank; gathered back in order.
+  const size_t n = sources.size(), world = static_cast<size_t>(comm.world_size()), rank = static_cast<size_t>(comm.rank());
+  const size_t lo = n * rank / world, hi = n * (rank + 1) / world;
+  std::vector<std::vector<int32_t>> mine(sources.begin() + lo, sources.begin() + hi);
+  nlohmann::json part = nlohmann::json::array();
+  for (const auto& nbest : translator.translate_ids(mine)) part.push_back(nbest.front().text);
+  EvalResult result;
+  for (const auto& bytes : comm.all_gather_bytes(part.dump()))
+    for (const auto& h : nlohmann::json::parse(bytes)) result.hypotheses.push_back(h.get<std::string>());
+
+  if (comm.rank() == 0 && !req.output.empty()) write_text_lines(req.output, result.hypotheses);
+  if (!refs.empty()) {
+    result.bleu = corpus_bleu(result.hypotheses, refs);
+    result.scored = true;
+  }
+  return result;
+}
+
+}  // namespace nmt::eval

@@ -1,0 +1,34 @@
+#pragma once
+// The BLEU evaluation job: translate a split (or a file), write the hypotheses, score
+// them against the references with sacreBLEU's BLEU. Under mpirun the sentences are
+// split across ranks and the hypotheses gathered back in input order.
+#include <string>
+#include <vector>
+
+#include "dist/communicator.h"
+#include "eval/bleu.h"
+#include "trainer/config.h"
+
+namespace nmt::eval {
+
+struct EvalRequest {
+  std::string checkpoint;
+  std::string split = "test";  // val | test | path of a raw source file
+  std::string ref;             // reference file ("" = the split's raw target file)
+  std::string output;          // where hypotheses go ("" = not written)
+};
+
+struct EvalResult {
+  std::vector<std::string> hypotheses;  // detokenized, input order
+  bool scored = false;
+  BleuScore bleu;
+};
+
+EvalResult run_evaluation(const trainer::Config& cfg, const EvalRequest& req, dist::Communicator& comm);
+
+// All lines of a text file; throws naming the file.
+std::vector<std::string> read_text_lines(const std::string& path);
+// Writes lines atomically (temporary file + rename): an error never leaves a half file.
+void write_text_lines(const std::string& path, const std::vector<std::string>& lines);
+
+}  // namespace nmt::eval

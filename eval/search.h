@@ -1,0 +1,36 @@
+#pragma once
+// Batched greedy and beam search over the Transformer's incremental decoder.
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "model/transformer.h"
+
+namespace nmt::eval {
+
+struct SearchOptions {
+  int64_t beam = 5;         // 1 = greedy
+  double lenpen = 1.0;      // hypotheses ranked by score / length^lenpen (length counts EOS)
+  double max_len_a = 1.2;   // at most max_len_a * src_len + max_len_b target pieces
+  int64_t max_len_b = 10;
+  int64_t nbest = 1;        // hypotheses returned per sentence (<= beam)
+  int64_t bos = 2, eos = 3, pad = 0;
+};
+
+struct Hypothesis {
+  std::vector<int64_t> tokens;  // without BOS and EOS
+  double score = 0;             // sum of log-probabilities, EOS included
+  double normalized = 0;        // score / (tokens + 1)^lenpen
+};
+
+// src: [batch, src_len] int64 (EOS-terminated, pad on the right). Returns, per sentence,
+// up to `nbest` hypotheses, best first.
+std::vector<std::vector<Hypothesis>> greedy_search(model::TransformerImpl& model, const torch::Tensor& src,
+                                                   const SearchOptions& opt);
+std::vector<std::vector<Hypothesis>> beam_search(model::TransformerImpl& model, const torch::Tensor& src,
+                                                 const SearchOptions& opt);
+// beam == 1 ? greedy : beam.
+std::vector<std::vector<Hypothesis>> search(model::TransformerImpl& model, const torch::Tensor& src,
+                                            const SearchOptions& opt);
+
+}  // namespace nmt::eval

@@ -1,0 +1,76 @@
+#include "eval/translator.h"
+
+#include <filesystem>
+
+#include "data/batch.h"
+#include "data/batch_planner.h"
+#include "data/data_error.h"
+#include "trainer/model_setup.h"
+
+namespace nmt::eval {
+
+Translator::Translator(const trainer::Config& cfg, const std::string& checkpoint, const torch::Device& device)
+    : cfg_(cfg), manifest_(data::Manifest::load(cfg.data.shard_dir)), device_(device) {
+  const std::string spm_path = (std::filesystem::path(cfg.data.shard_dir) / manifest_.spm_model).string();
+  if (!spm_.Load(spm_path).ok()) throw data::DataError(spm_path + ": cannot load the SentencePiece model");
+  model_ = trainer::load_model_for_inference(cfg, manifest_, checkpoint, device_);
+  options_.beam = cfg.eval.beam;
+  options_.lenpen = cfg.eval.lenpen;
+  options_.max_len_a = cfg.eval.max_len_a;
+  options_.max_len_b = cfg.eval.max_len_b;
+  options_.nbest = cfg.eval.nbest;
+  options_.bos = manifest_.special.bos;
+  options_.eos = manifest_.special.eos;
+  options_.pad = manifest_.special.pad;
+}
+
+std::vector<int32_t> Translator::encode(const std::string& line) const {
+  std::vector<int> ids;
+  spm_.Encode(line, &ids);
+  // Leave room for EOS inside the positional table.
+  const auto keep = std::min<size_t>(ids.size(), static_cast<size_t>(cfg_.model.max_positions - 1));
+  return std::vector<int32_t>(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(keep));
+}
+
+std::string Translator::decode(const std::vector<int64_t>& ids) const {
+  std::vector<int> v(ids.begin(), ids.end());
+  std::string text;
+  spm_.Decode(v, &text);
+  return text;
+}
+
+std::vector<std::vector<Translation>> Translator::translate_ids(const std::vector<std::vector<int32_t>>& sources) {
+  std::vector<std::vector<Translation>> out(sources.size());
+  std::vector<int32_t> lens;
+  std::vector<int64_t> nonempty;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    if (sources[i].empty()) {
+      out[i] = {Translation{}};
+      continue;
+    }
+    nonempty.push_back(static_cast<int64_t>(i));
+    lens.push_back(static_cast<int32_t>(sources[i].size()));
+  }
+  // Length-sorted batches of at most eval.max_tokens source tokens: little padding.
+  const auto batches = data::pack_micro_batches(lens, lens, cfg_.eval.max_tokens);
+  for (const auto& batch : batches) {
+    std::vector<std::vector<int32_t>> seqs;
+    for (int64_t j : batch) seqs.push_back(sources[nonempty[j]]);
+    const torch::Tensor src = data::pad_source(seqs, manifest_.special).to(device_);
+    const auto hyps = search(*model_, src, options_);
+    for (size_t r = 0; r < batch.size(); ++r) {
+      auto& dst = out[nonempty[batch[r]]];
+      for (const auto& h : hyps[r]) dst.push_back({decode(h.tokens), h.normalized});
+      if (dst.empty()) dst.push_back({});  // no hypothesis finished (cannot happen with EOS forcing)
+    }
+  }
+  return out;
+}
+
+std::vector<std::vector<Translation>> Translator::translate(const std::vector<std::string>& lines) {
+  std::vector<std::vector<int32_t>> ids;
+  for (const auto& l : lines) ids.push_back(encode(l));
+  return translate_ids(ids);
+}
+
+}  // namespace nmt::eval

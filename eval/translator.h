@@ -1,0 +1,48 @@
+#pragma once
+// Text in, text out: SentencePiece encoding, length-sorted batching, search, and
+// detokenization around a trained model. Shared by evaluate and translate.
+#include <sentencepiece_processor.h>
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+#include "data/manifest.h"
+#include "eval/search.h"
+#include "model/transformer.h"
+#include "trainer/config.h"
+
+namespace nmt::eval {
+
+struct Translation {
+  std::string text;    // detokenized
+  double score = 0;    // length-normalised log-probability
+};
+
+class Translator {
+ public:
+  // Loads the shard directory's manifest and SentencePiece model and the checkpoint,
+  // refusing a checkpoint trained with another vocabulary or model shape.
+  Translator(const trainer::Config& cfg, const std::string& checkpoint, const torch::Device& device);
+
+  const data::Manifest& manifest() const { return manifest_; }
+  SearchOptions& options() { return options_; }
+
+  std::vector<int32_t> encode(const std::string& line) const;
+  std::string decode(const std::vector<int64_t>& ids) const;
+
+  // N-best translations of each source (ids without EOS), in input order. Empty
+  // sources get one empty translation without running the model.
+  std::vector<std::vector<Translation>> translate_ids(const std::vector<std::vector<int32_t>>& sources);
+  std::vector<std::vector<Translation>> translate(const std::vector<std::string>& lines);
+
+ private:
+  trainer::Config cfg_;
+  data::Manifest manifest_;
+  sentencepiece::SentencePieceProcessor spm_;
+  torch::Device device_;
+  model::Transformer model_{nullptr};
+  SearchOptions options_;
+};
+
+}  // namespace nmt::eval
