@@ -24,6 +24,47 @@ void write_text_lines(const std::string& path, const std::vector<std::string>& l
   trainer::atomic_write(path, std::vector<char>(text.begin(), text.end()));
 }
 
+namespace {
+
+// This rank's contiguous slice of `sources`, translated; all ranks' results in order.
+std::vector<std::string> translate_distributed(Translator& translator, const std::vector<std::vector<int32_t>>& sources,
+                                               dist::Communicator& comm) {
+  const size_t n = sources.size(), world = static_cast<size_t>(comm.world_size()), rank = static_cast<size_t>(comm.rank());
+  const size_t lo = n * rank / world, hi = n * (rank + 1) / world;
+  std::vector<std::vector<int32_t>> mine(sources.begin() + lo, sources.begin() + hi);
+  nlohmann::json part = nlohmann::json::array();
+  for (const auto& nbest : translator.translate_ids(mine)) part.push_back(nbest.front().text);
+  std::vector<std::string> all;
+  for (const auto& bytes : comm.all_gather_bytes(part.dump()))
+    for (const auto& h : nlohmann::json::parse(bytes)) all.push_back(h.get<std::string>());
+  return all;
+}
+
+std::vector<std::vector<int32_t>> split_sources(const trainer::Config& cfg, const std::string& split) {
+  data::ShardedCorpus corpus(cfg.data.shard_dir, split);
+  std::vector<std::vector<int32_t>> sources;
+  std::vector<int32_t> s, t;
+  for (int64_t i = 0; i < corpus.size(); ++i) {
+    corpus.read(i, &s, &t);
+    sources.push_back(s);
+  }
+  return sources;
+}
+
+}  // namespace
+
+double validation_bleu(const trainer::Config& cfg, model::Transformer model, dist::Communicator& comm) {
+  trainer::Config greedy = cfg;
+  greedy.eval.beam = greedy.eval.nbest = 1;
+  Translator translator(greedy, std::move(model), comm.device());
+  const auto sources = split_sources(cfg, cfg.data.valid_split);
+  const std::string ref_path = data::find_split_file(cfg.data.raw_dir, cfg.data.valid_split, cfg.data.tgt_lang);
+  if (ref_path.empty())
+    throw data::DataError(cfg.data.raw_dir + ": no reference file " + cfg.data.valid_split + "." + cfg.data.tgt_lang +
+                          " for train.validate_bleu");
+  return corpus_bleu(translate_distributed(translator, sources, comm), read_text_lines(ref_path)).score;
+}
+
 EvalResult run_evaluation(const trainer::Config& cfg, const EvalRequest& req, dist::Communicator& comm) {
   const torch::Device device = comm.device();
   Translator translator(cfg, req.checkpoint, device);
@@ -33,12 +74,7 @@ EvalResult run_evaluation(const trainer::Config& cfg, const EvalRequest& req, di
   std::string raw_split;
   if (req.split == "val" || req.split == "test") {
     raw_split = req.split == "val" ? cfg.data.valid_split : cfg.data.test_split;
-    data::ShardedCorpus corpus(cfg.data.shard_dir, raw_split);
-    std::vector<int32_t> s, t;
-    for (int64_t i = 0; i < corpus.size(); ++i) {
-      corpus.read(i, &s, &t);
-      sources.push_back(s);
-    }
+    sources = split_sources(cfg, raw_split);
   } else {
     for (const auto& line : read_text_lines(req.split)) sources.push_back(translator.encode(line));
   }
@@ -57,15 +93,8 @@ EvalResult run_evaluation(const trainer::Config& cfg, const EvalRequest& req, di
                             std::to_string(sources.size()));
   }
 
-  // Contiguous slices per rank; gathered back in order.
-  const size_t n = sources.size(), world = static_cast<size_t>(comm.world_size()), rank = static_cast<size_t>(comm.rank());
-  const size_t lo = n * rank / world, hi = n * (rank + 1) / world;
-  std::vector<std::vector<int32_t>> mine(sources.begin() + lo, sources.begin() + hi);
-  nlohmann::json part = nlohmann::json::array();
-  for (const auto& nbest : translator.translate_ids(mine)) part.push_back(nbest.front().text);
   EvalResult result;
-  for (const auto& bytes : comm.all_gather_bytes(part.dump()))
-    for (const auto& h : nlohmann::json::parse(bytes)) result.hypotheses.push_back(h.get<std::string>());
+  result.hypotheses = translate_distributed(translator, sources, comm);
 
   if (comm.rank() == 0 && !req.output.empty()) write_text_lines(req.output, result.hypotheses);
   if (!refs.empty()) {

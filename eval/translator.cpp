@@ -11,9 +11,19 @@ namespace nmt::eval {
 
 Translator::Translator(const trainer::Config& cfg, const std::string& checkpoint, const torch::Device& device)
     : cfg_(cfg), manifest_(data::Manifest::load(cfg.data.shard_dir)), device_(device) {
-  const std::string spm_path = (std::filesystem::path(cfg.data.shard_dir) / manifest_.spm_model).string();
-  if (!spm_.Load(spm_path).ok()) throw data::DataError(spm_path + ": cannot load the SentencePiece model");
   model_ = trainer::load_model_for_inference(cfg, manifest_, checkpoint, device_);
+  init();
+}
+
+Translator::Translator(const trainer::Config& cfg, model::Transformer model, const torch::Device& device)
+    : cfg_(cfg), manifest_(data::Manifest::load(cfg.data.shard_dir)), device_(device), model_(std::move(model)) {
+  init();
+}
+
+void Translator::init() {
+  const std::string spm_path = (std::filesystem::path(cfg_.data.shard_dir) / manifest_.spm_model).string();
+  if (!spm_.Load(spm_path).ok()) throw data::DataError(spm_path + ": cannot load the SentencePiece model");
+  const trainer::Config& cfg = cfg_;
   options_.beam = cfg.eval.beam;
   options_.lenpen = cfg.eval.lenpen;
   options_.max_len_a = cfg.eval.max_len_a;

@@ -24,6 +24,8 @@ class Translator {
   // Loads the shard directory's manifest and SentencePiece model and the checkpoint,
   // refusing a checkpoint trained with another vocabulary or model shape.
   Translator(const trainer::Config& cfg, const std::string& checkpoint, const torch::Device& device);
+  // Around a model already in memory (validation BLEU during training).
+  Translator(const trainer::Config& cfg, model::Transformer model, const torch::Device& device);
 
   const data::Manifest& manifest() const { return manifest_; }
   SearchOptions& options() { return options_; }
@@ -35,6 +37,11 @@ class Translator {
   // sources get one empty translation without running the model.
   std::vector<std::vector<Translation>> translate_ids(const std::vector<std::vector<int32_t>>& sources);
   std::vector<std::vector<Translation>> translate(const std::vector<std::string>& lines);
+
+ private:
+  void init();
+
+ public:
 
  private:
   trainer::Config cfg_;

@@ -19,11 +19,19 @@ MultiHeadAttentionImpl::MultiHeadAttentionImpl(int64_t d_model, int64_t heads, d
   TORCH_CHECK(d_model % heads == 0, "d_model ", d_model, " is not divisible by heads ", heads);
   if (self_attention) {
     in_proj = register_module("in_proj", torch::nn::Linear(d_model, 3 * d_model));
+    in_bias_mask_ = register_buffer("in_bias_mask", torch::cat({torch::ones({d_model}), torch::zeros({d_model}),
+                                                                torch::ones({d_model})}));
   } else {
     q_proj = register_module("q_proj", torch::nn::Linear(d_model, d_model));
     kv_proj = register_module("kv_proj", torch::nn::Linear(d_model, 2 * d_model));
+    kv_bias_mask_ = register_buffer("kv_bias_mask", torch::cat({torch::zeros({d_model}), torch::ones({d_model})}));
   }
   out_proj = register_module("out_proj", torch::nn::Linear(d_model, d_model));
+}
+
+torch::Tensor MultiHeadAttentionImpl::project(const torch::nn::Linear& proj, const torch::Tensor& x,
+                                              const torch::Tensor& bias_mask) const {
+  return torch::nn::functional::linear(x, proj->weight, proj->bias * bias_mask);
 }
 
 torch::Tensor MultiHeadAttentionImpl::split_heads(const torch::Tensor& x) const {
@@ -40,7 +48,7 @@ torch::Tensor MultiHeadAttentionImpl::attend(const torch::Tensor& q, const torch
 }
 
 torch::Tensor MultiHeadAttentionImpl::self_forward(const torch::Tensor& x, const torch::Tensor& mask, KVCache* cache) {
-  auto qkv = in_proj(x).chunk(3, -1);
+  auto qkv = project(in_proj, x, in_bias_mask_).chunk(3, -1);
   torch::Tensor q = split_heads(qkv[0]), k = split_heads(qkv[1]), v = split_heads(qkv[2]);
   if (cache) {
     if (!cache->empty()) {
@@ -60,7 +68,7 @@ torch::Tensor MultiHeadAttentionImpl::cross_forward(const torch::Tensor& q, cons
     k = cache->k;
     v = cache->v;
   } else {
-    auto kv = kv_proj(memory).chunk(2, -1);
+    auto kv = project(kv_proj, memory, kv_bias_mask_).chunk(2, -1);
     k = split_heads(kv[0]);
     v = split_heads(kv[1]);
     if (cache) {

@@ -43,8 +43,14 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
   torch::Tensor split_heads(const torch::Tensor& x) const;  // [b, t, d] -> [b, h, t, d/h]
   torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                        const torch::Tensor& mask);
+  // Applies a projection whose key slice has no bias. A key bias adds q.b_k to every
+  // score of a query, which softmax cancels: its true gradient is zero, so Adam would
+  // only amplify rounding noise in it (and N-rank runs would drift apart from 1-rank
+  // runs on it). Multiplying by this 0/1 mask keeps the key bias at zero exactly.
+  torch::Tensor project(const torch::nn::Linear& proj, const torch::Tensor& x, const torch::Tensor& bias_mask) const;
   int64_t d_model_, heads_;
   double dropout_;
+  torch::Tensor in_bias_mask_, kv_bias_mask_;  // buffers: 1 for q/v entries, 0 for k
 };
 TORCH_MODULE(MultiHeadAttention);
 

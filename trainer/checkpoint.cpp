@@ -53,7 +53,7 @@ T get(const c10::impl::GenericDict& d, const char* key, const std::string& path)
 
 }  // namespace
 
-void atomic_write(const std::string& path, const std::vector<char>& bytes) {
+void atomic_write(const std::string& path, const std::vector<char>& bytes, const std::function<void()>& before_rename) {
   const fs::path target(path);
   const fs::path tmp = target.parent_path() / ("." + target.filename().string() + ".tmp-" + std::to_string(::getpid()));
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -67,6 +67,7 @@ void atomic_write(const std::string& path, const std::vector<char>& bytes) {
     throw;
   }
   ::close(fd);
+  if (before_rename) before_rename();
   if (::rename(tmp.c_str(), target.c_str()) != 0) {
     ::unlink(tmp.c_str());
     throw CheckpointError(path + ": rename failed: " + std::strerror(errno));
@@ -74,17 +75,18 @@ void atomic_write(const std::string& path, const std::vector<char>& bytes) {
   fsync_dir(target.parent_path());
 }
 
-void save_checkpoint(const Checkpoint& c, const std::string& path) {
+void save_checkpoint(const Checkpoint& c, const std::string& path, const std::function<void()>& before_rename) {
   c10::impl::GenericDict planner(c10::StringType::get(), c10::AnyType::get());
   planner.insert("epoch", c.planner_epoch);
   planner.insert("cursor", c.planner_cursor);
   planner.insert("slots_per_update", c.planner_slots);
   c10::impl::GenericDict rng(c10::StringType::get(), c10::AnyType::get());
-  rng.insert("cpu", c.cpu_rng.defined() ? c.cpu_rng : torch::empty({0}, torch::kUInt8));
-  // A generic list: a typed List[Tensor] would pickle through a global (build_tensorlist)
+  // Generic lists: a typed List[Tensor] would pickle through a global (build_tensorlist)
   // that torch.load(weights_only=True) refuses.
-  c10::impl::GenericList cuda(c10::AnyType::get());
+  c10::impl::GenericList cpu(c10::AnyType::get()), cuda(c10::AnyType::get());
+  for (const auto& t : c.cpu_rng) cpu.push_back(t);
   for (const auto& t : c.cuda_rng) cuda.push_back(t);
+  rng.insert("cpu", cpu);
   rng.insert("cuda", cuda);
 
   c10::impl::GenericDict d(c10::StringType::get(), c10::AnyType::get());
@@ -98,6 +100,7 @@ void save_checkpoint(const Checkpoint& c, const std::string& path) {
   d.insert("vocab_sha256", c.vocab_sha256);
   d.insert("rng", rng);
   d.insert("best_valid_loss", c.best_valid_loss);
+  d.insert("best_bleu", c.best_bleu);
   d.insert("bad_validations", c.bad_validations);
   d.insert("metrics", c.metrics_json);
   const std::vector<char> bytes = pickle_save_untagged(c10::IValue(d));
@@ -106,7 +109,7 @@ void save_checkpoint(const Checkpoint& c, const std::string& path) {
   const std::string digest = data::sha256_hex(std::string_view(bytes.data(), bytes.size()));
   const std::string sidecar = digest + "  " + fs::path(path).filename().string() + "\n";
   atomic_write(path + ".sha256", std::vector<char>(sidecar.begin(), sidecar.end()));
-  atomic_write(path, bytes);
+  atomic_write(path, bytes, before_rename);
 }
 
 Checkpoint load_checkpoint(const std::string& path) {
@@ -153,13 +156,14 @@ Checkpoint load_checkpoint(const std::string& path) {
   c.config_yaml = get<std::string>(d, "config", path);
   c.vocab_sha256 = get<std::string>(d, "vocab_sha256", path);
   const auto rng = get<c10::impl::GenericDict>(d, "rng", path);
-  c.cpu_rng = get<torch::Tensor>(rng, "cpu", path);
   try {
+    for (const auto& t : rng.at("cpu").toListRef()) c.cpu_rng.push_back(t.toTensor());
     for (const auto& t : rng.at("cuda").toListRef()) c.cuda_rng.push_back(t.toTensor());
   } catch (const c10::Error&) {
-    throw CheckpointError(path + ": field 'rng.cuda' is not a list of tensors");
+    throw CheckpointError(path + ": field 'rng' is not {cpu: [tensor], cuda: [tensor]}");
   }
   c.best_valid_loss = get<double>(d, "best_valid_loss", path);
+  c.best_bleu = get<double>(d, "best_bleu", path);
   c.bad_validations = get<int64_t>(d, "bad_validations", path);
   c.metrics_json = get<std::string>(d, "metrics", path);
   return c;

@@ -5,12 +5,13 @@
 //   optimizer  {parameter name -> {exp_avg, exp_avg_sq, step}}
 //   update, epoch, format_version (int), config (resolved YAML), vocab_sha256 (str),
 //   planner    {epoch, cursor, slots_per_update}
-//   rng        {cpu: uint8 tensor, cuda: [uint8 tensor per device]}
-//   best_valid_loss (float), bad_validations (int), metrics (JSON string of history)
+//   rng        {cpu: [uint8 tensor per rank], cuda: [uint8 tensor per rank] (empty on CPU)}
+//   best_valid_loss, best_bleu (float), bad_validations (int), metrics (JSON string of history)
 // Written atomically (temporary file, fsync, rename, fsync of the directory) with a
 // SHA-256 sidecar `<file>.sha256` that load verifies.
 #include <torch/torch.h>
 
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -32,15 +33,19 @@ struct Checkpoint {
   int64_t planner_epoch = 1, planner_cursor = 0, planner_slots = 1;
   std::string config_yaml;
   std::string vocab_sha256;
-  torch::Tensor cpu_rng;                 // uint8
-  std::vector<torch::Tensor> cuda_rng;   // uint8, one per device
+  std::vector<torch::Tensor> cpu_rng;    // uint8 generator state, index = rank
+  std::vector<torch::Tensor> cuda_rng;   // uint8 state of each rank's CUDA generator (empty on CPU)
   double best_valid_loss = 1e30;
+  double best_bleu = -1;
   int64_t bad_validations = 0;
   std::string metrics_json = "[]";
 };
 
-// Atomic, verified write. Throws CheckpointError naming the path.
-void save_checkpoint(const Checkpoint& ckpt, const std::string& path);
+// Atomic, verified write. Throws CheckpointError naming the path. `before_rename` runs
+// after the temporary file is complete and synced, before it replaces `path` (tests
+// inject a crash there).
+void save_checkpoint(const Checkpoint& ckpt, const std::string& path,
+                     const std::function<void()>& before_rename = nullptr);
 // Verifies the sidecar checksum (when present) and every field. Throws CheckpointError
 // naming the path and the field.
 Checkpoint load_checkpoint(const std::string& path);
@@ -52,6 +57,7 @@ void load_model_weights(torch::nn::Module& module, const c10::Dict<std::string, 
 c10::Dict<std::string, torch::Tensor> model_weights(const torch::nn::Module& module);
 
 // Writes `bytes` to `path` atomically (tmp + fsync + rename + fsync dir).
-void atomic_write(const std::string& path, const std::vector<char>& bytes);
+void atomic_write(const std::string& path, const std::vector<char>& bytes,
+                  const std::function<void()>& before_rename = nullptr);
 
 }  // namespace nmt::trainer

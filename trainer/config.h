@@ -43,6 +43,13 @@ struct TrainConfig {
   std::string save_dir = "runs/default";  // checkpoints, logs and metrics.jsonl go here
   std::string device = "auto";    // auto|cpu|cuda (auto = cuda when available)
   std::string precision = "fp32"; // fp32|bf16|fp16
+  bool validate_bleu = false;     // also greedy-decode the validation split at each validation (best_bleu.pt)
+  std::string nonfinite = "stop"; // on a NaN/Inf loss or gradient: stop, or skip the update and count it
+  int64_t max_nonfinite_skips = 5;  // skip policy: stop after this many skipped updates in a row
+  std::string finetune_from = ""; // start from this checkpoint's weights (ignored when resuming)
+  bool reset_optimizer = true;    // fine-tuning: fresh Adam state (else the checkpoint's)
+  bool reset_schedule = true;     // fine-tuning: update counter and learning-rate schedule from 0
+  bool reset_planner = true;      // fine-tuning: data order from epoch 1 (else the checkpoint's position)
 };
 
 struct EvalConfig {
@@ -56,9 +63,11 @@ struct EvalConfig {
 
 struct DebugConfig {
   bool anomaly = false;           // autograd anomaly detection (slow; finds the op that made a NaN)
-  bool check_finite = true;       // stop on a NaN/Inf loss or gradient, naming update and parameter
   int64_t fault_rank = -1;        // fault injection for tests: this rank throws ...
   int64_t fault_update = -1;      // ... at this update
+  int64_t nan_update = -1;        // fault injection: the loss of this update becomes NaN
+  int64_t nan_count = 1;          // ... and of this many updates in a row
+  int64_t kill_in_save = -1;      // fault injection: SIGKILL while writing the checkpoint of this update
 };
 
 struct Config {

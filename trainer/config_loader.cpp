@@ -134,6 +134,13 @@ const std::vector<Field>& fields() {
       NMT_FIELD(train, save_dir, Any{}),
       NMT_FIELD(train, device, (OneOf{{"auto", "cpu", "cuda"}})),
       NMT_FIELD(train, precision, (OneOf{{"fp32", "bf16", "fp16"}})),
+      NMT_FIELD(train, validate_bleu, Any{}),
+      NMT_FIELD(train, nonfinite, (OneOf{{"stop", "skip"}})),
+      NMT_FIELD(train, max_nonfinite_skips, (Range{1, 1e9})),
+      NMT_FIELD(train, finetune_from, Any{}),
+      NMT_FIELD(train, reset_optimizer, Any{}),
+      NMT_FIELD(train, reset_schedule, Any{}),
+      NMT_FIELD(train, reset_planner, Any{}),
       NMT_FIELD(dist, backend, (OneOf{{"auto", "nccl", "mpi"}})),
       NMT_FIELD(dist, bucket_mb, (Range{0.001, 1e6})),
       NMT_FIELD(dist, check_params_interval, (Range{0, 1e15})),
@@ -144,9 +151,11 @@ const std::vector<Field>& fields() {
       NMT_FIELD(eval, max_tokens, (Range{1, 1e9})),
       NMT_FIELD(eval, nbest, (Range{1, 1000})),
       NMT_FIELD(debug, anomaly, Any{}),
-      NMT_FIELD(debug, check_finite, Any{}),
       NMT_FIELD(debug, fault_rank, (Range{-1, 1e9})),
       NMT_FIELD(debug, fault_update, (Range{-1, 1e15})),
+      NMT_FIELD(debug, nan_update, (Range{-1, 1e15})),
+      NMT_FIELD(debug, nan_count, (Range{1, 1e9})),
+      NMT_FIELD(debug, kill_in_save, (Range{-1, 1e15})),
   };
   return all;
 }
@@ -269,6 +278,8 @@ void validate(const Config& cfg, Needs needs) {
     if (!cfg.data.spm_model.empty() && !fs::is_regular_file(cfg.data.spm_model))
       fail("data.spm_model", cfg.data.spm_model, "file does not exist");
   }
+  if (!cfg.train.finetune_from.empty() && needs == Needs::kShards && !fs::is_regular_file(cfg.train.finetune_from))
+    fail("train.finetune_from", cfg.train.finetune_from, "file does not exist");
   if (needs == Needs::kShards) {
     if (!fs::is_regular_file(fs::path(cfg.data.shard_dir) / "manifest.json"))
       fail("data.shard_dir", cfg.data.shard_dir, "no manifest.json there (run preprocess first)");

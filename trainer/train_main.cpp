@@ -1,6 +1,7 @@
 // train --config C [key=value ...] [--resume PATH|auto] [--print-config]
 // Alone: one process (CPU or one GPU). Under `mpirun -np N`: one rank per process.
 #include "dist/process_group.h"
+#include "eval/evaluation.h"
 #include "trainer/cli.h"
 #include "trainer/trainer.h"
 
@@ -16,7 +17,12 @@ int main(int argc, char** argv) {
     if (int rc = nmt::trainer::parse_cli(app, argc, argv); rc >= 0) return rc;
     nmt::trainer::Config cfg;
     if (!nmt::trainer::resolve_config(args, nmt::trainer::Needs::kShards, &cfg)) return 0;
-    nmt::trainer::Trainer trainer(cfg, group);
+    nmt::trainer::BleuValidator bleu;
+    if (cfg.train.validate_bleu)
+      bleu = [&cfg](nmt::model::Transformer m, nmt::dist::Communicator& comm) {
+        return nmt::eval::validation_bleu(cfg, std::move(m), comm);
+      };
+    nmt::trainer::Trainer trainer(cfg, group, bleu);
     trainer.run(resume);
     return 0;
   });

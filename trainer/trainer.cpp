@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <csignal>
+#include <cstring>
+#include <limits>
 #include <filesystem>
 #include <regex>
 
@@ -10,6 +13,7 @@
 #include "trainer/config_loader.h"
 #include "trainer/loss.h"
 #include "trainer/model_setup.h"
+#include "trainer/stop_signal.h"
 
 namespace fs = std::filesystem;
 
@@ -42,10 +46,10 @@ std::vector<std::pair<int64_t, fs::path>> periodic_checkpoints(const fs::path& d
 
 }  // namespace
 
-Trainer::Trainer(const Config& cfg, const dist::ProcessGroup& group)
+Trainer::Trainer(const Config& cfg, const dist::ProcessGroup& group, BleuValidator bleu)
     : cfg_(cfg), group_(group), device_(choose_device(cfg.train, group.local_rank())),
       schedule_(cfg.schedule, cfg.model.d_model), log_(cfg.train.save_dir, group.is_main()),
-      start_(std::chrono::steady_clock::now()) {
+      start_(std::chrono::steady_clock::now()), bleu_(std::move(bleu)) {
   torch::set_num_threads(static_cast<int>(cfg_.train.threads));
   comm_ = dist::make_communicator(cfg_.dist, group_, device_);
   train_ = std::make_unique<data::ShardedCorpus>(cfg_.data.shard_dir, cfg_.data.train_split);
@@ -92,6 +96,9 @@ Trainer::StepResult Trainer::train_step(const std::vector<data::MicroBatch>& min
     torch::Tensor hidden = model_->forward_hidden(b.src.to(device_), b.tgt_in.to(device_));
     LossSums l = label_smoothed_loss(hidden, b.tgt_out.to(device_), special_.pad, cfg_.optim.label_smoothing,
                                      [&](const torch::Tensor& h) { return model_->project(h); });
+    if (cfg_.debug.nan_update > 0 && update_ + 1 >= cfg_.debug.nan_update &&
+        update_ + 1 < cfg_.debug.nan_update + cfg_.debug.nan_count)
+      l.loss = l.loss * std::numeric_limits<double>::quiet_NaN();  // fault injection (debug.nan_update)
     (l.loss / static_cast<double>(total_tokens)).backward();
     loss_sum += l.loss.detach().to(torch::kCPU, torch::kFloat64);
     nll_sum += l.nll.to(torch::kCPU, torch::kFloat64);
@@ -100,13 +107,20 @@ Trainer::StepResult Trainer::train_step(const std::vector<data::MicroBatch>& min
 
   r.loss = comm_->all_reduce_sum(loss_sum.item<double>());
   r.nll = comm_->all_reduce_sum(nll_sum.item<double>());
-  if (cfg_.debug.check_finite && !std::isfinite(r.loss))
-    throw TrainingError(fmt::format("update {}: the loss is {} (non-finite); set debug.anomaly=true to find the op",
-                                    update_ + 1, r.loss));
   std::vector<torch::Tensor> grads;
   for (auto& p : model_->parameters()) grads.push_back(p.grad());
+  // Every rank holds the same reduced gradients and loss, so all reach the same verdict.
   const double norm = torch::linalg_vector_norm(torch::stack(torch::_foreach_norm(grads)), 2).item<double>();
-  if (cfg_.debug.check_finite) check_gradients_finite(norm);
+  if (!std::isfinite(r.loss) || !std::isfinite(norm)) {
+    const std::string what = !std::isfinite(r.loss)
+                                 ? fmt::format("the loss is {}", r.loss)
+                                 : fmt::format("non-finite gradient in parameter '{}'", nonfinite_parameter());
+    r.skipped = handle_nonfinite(what);
+    optim_->zero_grad();
+    ++update_;
+    return r;
+  }
+  consecutive_skips_ = 0;
   if (cfg_.optim.clip_norm > 0 && norm > cfg_.optim.clip_norm) {
     torch::NoGradGuard no_grad;
     torch::_foreach_mul_(grads, cfg_.optim.clip_norm / (norm + 1e-6));
@@ -118,12 +132,24 @@ Trainer::StepResult Trainer::train_step(const std::vector<data::MicroBatch>& min
   return r;
 }
 
-void Trainer::check_gradients_finite(double grad_norm) {
-  if (std::isfinite(grad_norm)) return;
+std::string Trainer::nonfinite_parameter() const {
   for (const auto& p : model_->named_parameters())
-    if (!torch::isfinite(p.value().grad()).all().item<bool>())
-      throw TrainingError(fmt::format("update {}: non-finite gradient in parameter '{}'", update_ + 1, p.key()));
-  throw TrainingError(fmt::format("update {}: the gradient norm is non-finite", update_ + 1));
+    if (!torch::isfinite(p.value().grad()).all().item<bool>()) return p.key();
+  return "?";
+}
+
+bool Trainer::handle_nonfinite(const std::string& what) {
+  const std::string msg = fmt::format("update {}: {}", update_ + 1, what);
+  if (cfg_.train.nonfinite == "stop")
+    throw TrainingError(msg + " (train.nonfinite=stop; debug.anomaly=true finds the op that produced it)");
+  ++consecutive_skips_;
+  ++skipped_total_;
+  log_.info(fmt::format("{}: update skipped ({} in a row, {} in total)", msg, consecutive_skips_, skipped_total_));
+  log_.metrics({{"event", "skipped"}, {"update", update_ + 1}, {"reason", what}, {"in_a_row", consecutive_skips_}});
+  if (consecutive_skips_ >= cfg_.train.max_nonfinite_skips)
+    throw TrainingError(fmt::format("{}: {} non-finite updates in a row (train.max_nonfinite_skips)", msg,
+                                    consecutive_skips_));
+  return true;
 }
 
 Trainer::Validation Trainer::validate() {
@@ -148,7 +174,7 @@ Trainer::Validation Trainer::validate() {
   return {loss / tokens, nll / tokens};
 }
 
-Checkpoint Trainer::make_checkpoint() const {
+Checkpoint Trainer::make_checkpoint() {
   Checkpoint c;
   c.model = model_weights(*model_);
   c.optimizer = optim_->state_dict();
@@ -160,19 +186,35 @@ Checkpoint Trainer::make_checkpoint() const {
   c.planner_slots = st.slots_per_update;
   c.config_yaml = to_yaml(cfg_);
   c.vocab_sha256 = train_->manifest().spm_sha256;
-  c.cpu_rng = at::detail::getDefaultCPUGenerator().get_state();
+  // Every rank's generator state, so that dropout continues exactly on every rank.
+  auto gather = [&](const torch::Tensor& state) {
+    const std::string mine(static_cast<const char*>(state.data_ptr()), static_cast<size_t>(state.numel()));
+    std::vector<torch::Tensor> all;
+    for (const auto& bytes : comm_->all_gather_bytes(mine)) {
+      torch::Tensor t = torch::empty({static_cast<int64_t>(bytes.size())}, torch::kUInt8);
+      std::memcpy(t.data_ptr(), bytes.data(), bytes.size());
+      all.push_back(t);
+    }
+    return all;
+  };
+  c.cpu_rng = gather(at::detail::getDefaultCPUGenerator().get_state());
+  if (device_.is_cuda()) c.cuda_rng = gather(at::globalContext().defaultGenerator(device_).get_state());
   c.best_valid_loss = best_valid_loss_;
+  c.best_bleu = best_bleu_;
   c.bad_validations = bad_validations_;
   c.metrics_json = history_.dump();
   return c;
 }
 
-void Trainer::save(bool best) {
+void Trainer::save(bool best, bool best_bleu) {
+  const Checkpoint c = make_checkpoint();  // on every rank: it gathers RNG states
   if (!group_.is_main()) return;
   const fs::path dir(cfg_.train.save_dir);
   fs::create_directories(dir);
-  const Checkpoint c = make_checkpoint();
-  save_checkpoint(c, (dir / "last.pt").string());
+  std::function<void()> crash;
+  if (cfg_.debug.kill_in_save == update_)
+    crash = [] { std::raise(SIGKILL); };  // fault injection: die with a complete temporary file
+  save_checkpoint(c, (dir / "last.pt").string(), crash);
   if (cfg_.train.save_interval_updates > 0 && update_ % cfg_.train.save_interval_updates == 0) {
     save_checkpoint(c, (dir / fmt::format("update_{}.pt", update_)).string());
     auto all = periodic_checkpoints(dir);
@@ -183,6 +225,7 @@ void Trainer::save(bool best) {
     }
   }
   if (best) save_checkpoint(c, (dir / "best.pt").string());
+  if (best_bleu) save_checkpoint(c, (dir / "best_bleu.pt").string());
 }
 
 std::string Trainer::find_resume_checkpoint() {
@@ -216,11 +259,22 @@ void Trainer::restore(const std::string& path) {
   update_ = c.update;
   epoch_ = c.epoch;
   best_valid_loss_ = c.best_valid_loss;
+  best_bleu_ = c.best_bleu;
   bad_validations_ = c.bad_validations;
   history_ = nlohmann::json::parse(c.metrics_json);
-  if (c.cpu_rng.numel() > 0) {
+  // Generator states are per rank. After a change of world size (allowed when
+  // world_size x update_freq is unchanged, so the data plan is the same) the ranks keep
+  // their fresh per-rank seeds: parameters continue exactly, dropout masks differ.
+  if (static_cast<int>(c.cpu_rng.size()) == group_.world_size()) {
     at::Generator gen = at::detail::getDefaultCPUGenerator();
-    gen.set_state(c.cpu_rng);
+    gen.set_state(c.cpu_rng[group_.rank()]);
+    if (device_.is_cuda() && static_cast<int>(c.cuda_rng.size()) == group_.world_size()) {
+      at::Generator cuda_gen = at::globalContext().defaultGenerator(device_);
+      cuda_gen.set_state(c.cuda_rng[group_.rank()]);
+    }
+  } else {
+    log_.info(fmt::format("checkpoint has generator states of {} ranks, this job has {}: dropout reseeded",
+                          c.cpu_rng.size(), group_.world_size()));
   }
   log_.info(fmt::format("resumed from {} at update {} (epoch {}, cursor {})", path, update_, c.planner_epoch,
                         c.planner_cursor));
@@ -228,16 +282,28 @@ void Trainer::restore(const std::string& path) {
 
 void Trainer::validate_and_save(const char* label, double wall_s) {
   const Validation v = validate();
-  const bool improved = v.loss < best_valid_loss_;
+  double bleu = -1;
+  if (bleu_) {
+    model_->eval();
+    bleu = bleu_(model_, *comm_);  // every rank decodes its share
+    model_->train();
+  }
+  // Early stopping follows BLEU when it is computed, else the loss.
+  const bool loss_improved = v.loss < best_valid_loss_;
+  const bool bleu_improved = bleu_ && bleu > best_bleu_;
+  const bool improved = bleu_ ? bleu_improved : loss_improved;
   bad_validations_ = improved ? 0 : bad_validations_ + 1;
-  if (improved) best_valid_loss_ = v.loss;
-  log_.info(fmt::format("{} at update {} | loss {:.4f} | nll {:.4f} | ppl {:.2f}{}", label, update_, v.loss, v.nll,
-                        std::exp(v.nll), improved ? " | best" : ""));
-  const nlohmann::json rec = {{"event", "valid"}, {"update", update_}, {"epoch", epoch_}, {"valid_loss", v.loss},
-                              {"valid_nll", v.nll}, {"valid_ppl", std::exp(v.nll)}, {"wall_s", wall_s}};
+  if (loss_improved) best_valid_loss_ = v.loss;
+  if (bleu_improved) best_bleu_ = bleu;
+  log_.info(fmt::format("{} at update {} | loss {:.4f} | nll {:.4f} | ppl {:.2f}{}{}{}", label, update_, v.loss, v.nll,
+                        std::exp(v.nll), bleu_ ? fmt::format(" | bleu {:.2f}", bleu) : std::string(),
+                        loss_improved ? " | best loss" : "", bleu_improved ? " | best bleu" : ""));
+  nlohmann::json rec = {{"event", "valid"}, {"update", update_}, {"epoch", epoch_}, {"valid_loss", v.loss},
+                        {"valid_nll", v.nll}, {"valid_ppl", std::exp(v.nll)}, {"wall_s", wall_s}};
+  if (bleu_) rec["valid_bleu"] = bleu;
   log_.metrics(rec);
   history_.push_back(rec);
-  save(improved);
+  save(loss_improved, bleu_improved);
 }
 
 bool Trainer::should_stop(int64_t epoch) const {
@@ -247,10 +313,29 @@ bool Trainer::should_stop(int64_t epoch) const {
   return false;
 }
 
+void Trainer::start_from(const std::string& path) {
+  Checkpoint c = load_checkpoint(path);
+  if (c.vocab_sha256 != train_->manifest().spm_sha256)
+    throw CheckpointError(path + ": field 'vocab_sha256' differs from data.shard_dir's vocabulary (train.finetune_from)");
+  load_model_weights(*model_, c.model, path);
+  if (!cfg_.train.reset_optimizer) {
+    try {
+      optim_->load_state_dict(c.optimizer);
+    } catch (const std::runtime_error& e) {
+      throw CheckpointError(path + ": " + e.what());
+    }
+  }
+  if (!cfg_.train.reset_schedule) update_ = c.update;
+  if (!cfg_.train.reset_planner) planner_->restore({c.planner_epoch, c.planner_cursor, c.planner_slots});
+  log_.info(fmt::format("fine-tuning from {} (update {}); reset optimizer {}, schedule {}, planner {}", path, c.update,
+                        cfg_.train.reset_optimizer, cfg_.train.reset_schedule, cfg_.train.reset_planner));
+}
+
 void Trainer::run(const std::string& resume) {
-  std::string path = resume == "auto" ? find_resume_checkpoint() : resume;
+  const std::string path = resume == "auto" ? find_resume_checkpoint() : resume;
   if (resume == "auto" && path.empty()) log_.info("resume auto: no checkpoint in " + cfg_.train.save_dir + ", starting fresh");
   if (!path.empty()) restore(path);
+  else if (!cfg_.train.finetune_from.empty()) start_from(cfg_.train.finetune_from);
   // Rank 0's parameters are everyone's (at start and after resume).
   {
     torch::NoGradGuard no_grad;
@@ -260,30 +345,44 @@ void Trainer::run(const std::string& resume) {
                         model::parameter_count(*model_), device_.str(), group_.world_size(), comm_->name(),
                         planner_->updates_per_epoch(), cfg_.train.threads));
 
+  StopSignal signals;
   const auto t0 = std::chrono::steady_clock::now();
   auto window_start = t0;
   double window_loss = 0, window_nll = 0;
   int64_t window_tokens = 0, window_updates = 0;
   const int64_t first_update = update_;
+  int stop_signal = 0;
   for (;;) {
-    const data::BatchPlanner::State before = planner_->state();
-    epoch_ = before.epoch;
-    const double minutes = seconds_since(t0) / 60.0;
-    // All ranks agree on the time limit: rank 0's clock decides.
-    const bool out_of_time = cfg_.train.max_minutes > 0 &&
-                             comm_->all_reduce_max(group_.is_main() ? minutes : 0.0) >= cfg_.train.max_minutes;
-    if (should_stop(epoch_) || out_of_time) break;
+    epoch_ = planner_->state().epoch;
+    // One all-reduce decides for every rank: rank 0's clock, and any rank's signal.
+    auto flags = torch::tensor({group_.is_main() && cfg_.train.max_minutes > 0 &&
+                                        seconds_since(t0) / 60.0 >= cfg_.train.max_minutes
+                                    ? 1.0
+                                    : 0.0,
+                                static_cast<double>(signals.received())},
+                               torch::kFloat64);
+    if (group_.world_size() > 1) {
+      flags = flags.to(comm_->device());
+      comm_->all_reduce_sum(flags)->wait();
+      flags = flags.cpu();
+    }
+    if (flags[1].item<double>() > 0) {
+      stop_signal = signals.received() ? signals.received() : SIGTERM;
+      break;
+    }
+    if (should_stop(epoch_) || flags[0].item<double>() > 0) break;
     if (cfg_.debug.fault_update == update_ + 1 && cfg_.debug.fault_rank == group_.rank())
       throw TrainingError(fmt::format("injected fault on rank {} at update {} (debug.fault_rank/fault_update)",
                                       group_.rank(), update_ + 1));
 
     const StepResult r = train_step(planner_->next(group_.rank()));
-    window_loss += r.loss;
-    window_nll += r.nll;
-    window_tokens += r.tokens;
-    ++window_updates;
-
-    if (update_ % cfg_.train.log_interval == 0 || update_ == 1) {
+    if (!r.skipped) {
+      window_loss += r.loss;
+      window_nll += r.nll;
+      window_tokens += r.tokens;
+      ++window_updates;
+    }
+    if ((update_ % cfg_.train.log_interval == 0 || update_ == first_update + 1) && window_updates > 0) {
       const double secs = seconds_since(window_start);
       const double per_update = seconds_since(t0) / static_cast<double>(update_ - first_update);
       double eta = NAN;
@@ -305,13 +404,25 @@ void Trainer::run(const std::string& resume) {
       window_tokens = window_updates = 0;
     }
     if (update_ % cfg_.train.validate_interval_updates == 0) validate_and_save("validation", seconds_since(t0));
-    else if (cfg_.train.save_interval_updates > 0 && update_ % cfg_.train.save_interval_updates == 0) save(false);
+    else if (cfg_.train.save_interval_updates > 0 && update_ % cfg_.train.save_interval_updates == 0) save(false, false);
+  }
+  if (stop_signal) {
+    // Preempted: checkpoint where every rank agreed to stop, and say how to continue.
+    if (update_ > first_update) save(false, false);
+    log_.info(fmt::format("stopped by signal {} after update {}; checkpoint {}/last.pt. Resume with: "
+                          "train --config <config> --resume auto",
+                          stop_signal, update_, cfg_.train.save_dir));
+    if (!group_.is_main())
+      std::fprintf(stderr, "train[rank %d]: stopped by signal %d after update %lld\n", group_.rank(), stop_signal,
+                   static_cast<long long>(update_));
+    return;
   }
   // Final validation and checkpoint, unless the last update just had them.
   if (update_ > first_update && update_ % cfg_.train.validate_interval_updates != 0)
     validate_and_save("final validation", seconds_since(t0));
-  log_.info(fmt::format("done: {} updates in {} ({} epochs started), best validation loss {:.4f}", update_,
-                        data::format_duration(seconds_since(t0)), epoch_, best_valid_loss_));
+  log_.info(fmt::format("done: {} updates in {} ({} epochs started), best validation loss {:.4f}{}", update_,
+                        data::format_duration(seconds_since(t0)), epoch_, best_valid_loss_,
+                        skipped_total_ ? fmt::format(", {} updates skipped", skipped_total_) : std::string()));
 }
 
 }  // namespace nmt::trainer

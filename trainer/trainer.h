@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -30,9 +31,13 @@ class TrainingError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Greedy-decodes the validation split (all ranks take part) and returns its BLEU; given
+// by the caller, so that trainer/ needs no decoding code (eval/ sits on top of it).
+using BleuValidator = std::function<double(model::Transformer model, dist::Communicator& comm)>;
+
 class Trainer {
  public:
-  Trainer(const Config& cfg, const dist::ProcessGroup& group);
+  Trainer(const Config& cfg, const dist::ProcessGroup& group, BleuValidator bleu = nullptr);
   ~Trainer();
 
   // Trains until max_updates / max_epochs / max_minutes / patience says stop.
@@ -47,6 +52,7 @@ class Trainer {
     double loss = 0, nll = 0;  // sums over the update's target tokens, all ranks
     int64_t tokens = 0;        // target tokens, all ranks
     double lr = 0;
+    bool skipped = false;      // non-finite loss or gradient under train.nonfinite=skip
   };
   struct Validation {
     double loss = 0, nll = 0;  // per target token
@@ -54,13 +60,16 @@ class Trainer {
 
   StepResult train_step(const std::vector<data::MicroBatch>& mine);
   Validation validate();
-  void check_gradients_finite(double grad_norm);
+  // Throws (stop policy) or reports skipping (skip policy) a non-finite update.
+  bool handle_nonfinite(const std::string& what);
+  std::string nonfinite_parameter() const;
+  void start_from(const std::string& finetune_path);
   // last.pt always; update_<N>.pt on the save interval (keeping keep_last); best.pt if `best`.
-  void save(bool best);
+  void save(bool best, bool best_bleu);
   void validate_and_save(const char* label, double wall_s);
   void restore(const std::string& path);
   std::string find_resume_checkpoint();
-  Checkpoint make_checkpoint() const;
+  Checkpoint make_checkpoint();  // collective: gathers every rank's RNG state
   bool should_stop(int64_t epoch) const;
 
   Config cfg_;
@@ -79,6 +88,9 @@ class Trainer {
   int64_t epoch_ = 1;
   double best_valid_loss_ = 1e30;
   int64_t bad_validations_ = 0;
+  double best_bleu_ = -1;
+  int64_t consecutive_skips_ = 0, skipped_total_ = 0;
+  BleuValidator bleu_;
   nlohmann::json history_ = nlohmann::json::array();
   std::chrono::steady_clock::time_point start_;
 };

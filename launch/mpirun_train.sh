@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Data-parallel training on one machine: one rank per GPU (or per CPU socket/core group).
+#   launch/mpirun_train.sh [--dry-run] NP CONFIG [key=value ...] [--resume auto]
+# Runs as root when needed (--allow-run-as-root) and allows more ranks than cores
+# (--oversubscribe), which CPU tests on small machines need.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+dry=0
+[ "${1:-}" = "--dry-run" ] && { dry=1; shift; }
+[ $# -ge 2 ] || { echo "usage: $0 [--dry-run] NP CONFIG [key=value ...]" >&2; exit 2; }
+np=$1 config=$2; shift 2
+train=${NMTRAIN_BUILD:-$root/build}/trainer/train
+cmd=(mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$np" "$train" --config "$config" "$@")
+if [ $dry -eq 1 ]; then printf '%q ' "${cmd[@]}"; echo; exit 0; fi
+exec "${cmd[@]}"

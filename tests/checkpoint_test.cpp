@@ -1,0 +1,107 @@
+// Checkpoints: round trip, verified loads, clear errors, and averaging.
+#include "data/sha256.h"
+#include "model/transformer.h"
+#include "tests/test_util.h"
+#include "trainer/average.h"
+#include "trainer/checkpoint.h"
+
+namespace nmt::trainer {
+namespace {
+
+using nmt::testing::read_text;
+using nmt::testing::TempDir;
+using nmt::testing::write_text;
+
+model::ModelConfig tiny(int64_t d = 8) {
+  model::ModelConfig c;
+  c.vocab_size = 20;
+  c.d_model = d;
+  c.heads = 2;
+  c.ffn_dim = 16;
+  c.encoder_layers = c.decoder_layers = 1;
+  return c;
+}
+
+Checkpoint make(model::Transformer& m, int64_t update) {
+  Checkpoint c;
+  c.model = model_weights(*m);
+  c.update = update;
+  c.epoch = 2;
+  c.planner_epoch = 2;
+  c.planner_cursor = 5;
+  c.planner_slots = 4;
+  c.config_yaml = "model:\n  d_model: 8\n";
+  c.vocab_sha256 = "abc";
+  c.cpu_rng = {at::detail::getDefaultCPUGenerator().get_state()};
+  return c;
+}
+
+TEST(Checkpoint, RoundTrip) {
+  TempDir dir;
+  model::Transformer m(tiny());
+  Checkpoint c = make(m, 42);
+  save_checkpoint(c, dir.file("a.pt"));
+  EXPECT_TRUE(std::filesystem::exists(dir.file("a.pt.sha256")));
+  Checkpoint back = load_checkpoint(dir.file("a.pt"));
+  EXPECT_EQ(back.update, 42);
+  EXPECT_EQ(back.planner_cursor, 5);
+  EXPECT_EQ(back.planner_slots, 4);
+  EXPECT_EQ(back.config_yaml, c.config_yaml);
+  ASSERT_EQ(back.cpu_rng.size(), 1u);
+  EXPECT_TRUE(back.cpu_rng[0].equal(c.cpu_rng[0]));
+  for (const auto& kv : c.model) EXPECT_TRUE(back.model.at(kv.key()).equal(kv.value())) << kv.key();
+  // No temporary file is left behind.
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) files += e.is_regular_file();
+  EXPECT_EQ(files, 2);
+}
+
+TEST(Checkpoint, MissingCorruptAndTruncatedAreReported) {
+  TempDir dir;
+  EXPECT_THROW_WITH(load_checkpoint(dir.file("none.pt")), CheckpointError, "none.pt", "does not exist");
+  model::Transformer m(tiny());
+  save_checkpoint(make(m, 1), dir.file("a.pt"));
+  std::string bytes = read_text(dir.file("a.pt"));
+  bytes[bytes.size() / 2] ^= 0x40;
+  write_text(dir.file("a.pt"), bytes);
+  EXPECT_THROW_WITH(load_checkpoint(dir.file("a.pt")), CheckpointError, "a.pt", "checksum");
+  // Without a sidecar the archive itself must still parse.
+  write_text(dir.file("b.pt"), bytes.substr(0, bytes.size() / 3));
+  EXPECT_THROW_WITH(load_checkpoint(dir.file("b.pt")), CheckpointError, "b.pt", "not a readable checkpoint");
+}
+
+TEST(Checkpoint, ShapeMismatchNamesTheParameter) {
+  TempDir dir;
+  model::Transformer small(tiny(8)), big(tiny(16));
+  save_checkpoint(make(small, 1), dir.file("a.pt"));
+  const Checkpoint c = load_checkpoint(dir.file("a.pt"));
+  EXPECT_THROW_WITH(load_model_weights(*big, c.model, dir.file("a.pt")), CheckpointError, "a.pt", "embed.weight",
+                    "shape");
+  auto pre = tiny(8);
+  pre.pre_norm = true;  // has encoder_norm/decoder_norm the checkpoint lacks
+  model::Transformer other(pre);
+  EXPECT_THROW_WITH(load_model_weights(*other, c.model, dir.file("a.pt")), CheckpointError, "lacks parameter");
+}
+
+TEST(Checkpoint, AverageIsTheMeanAndChecksInputs) {
+  TempDir dir;
+  model::Transformer a(tiny()), b(tiny());
+  save_checkpoint(make(a, 10), dir.file("update_10.pt"));
+  save_checkpoint(make(b, 20), dir.file("update_20.pt"));
+  const auto paths = last_checkpoints(dir.path().string(), 2);
+  ASSERT_EQ(paths.size(), 2u);
+  EXPECT_NE(paths[1].find("update_20.pt"), std::string::npos);
+  const Checkpoint avg = average_checkpoints(paths);
+  EXPECT_EQ(avg.update, 20);
+  const auto wa = model_weights(*a), wb = model_weights(*b);
+  for (const auto& kv : avg.model)
+    EXPECT_TRUE(torch::allclose(kv.value(), (wa.at(kv.key()) + wb.at(kv.key())) / 2, 1e-6, 1e-7)) << kv.key();
+  EXPECT_THROW_WITH(last_checkpoints(dir.path().string(), 3), CheckpointError, "found 2");
+  model::Transformer c(tiny(16));
+  save_checkpoint(make(c, 30), dir.file("other.pt"));
+  EXPECT_THROW_WITH(average_checkpoints({dir.file("update_10.pt"), dir.file("other.pt")}), CheckpointError,
+                    "other.pt", "shape");
+}
+
+}  // namespace
+}  // namespace nmt::trainer

@@ -1,0 +1,126 @@
+// Communicator and gradient reducer. Run alone (world size 1) by ctest, and under
+// `mpirun -np 2` (tests/CMakeLists.txt) where the collectives really reduce.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "dist/communicator.h"
+#include "dist/dist_error.h"
+#include "dist/grad_reducer.h"
+#include "tests/test_env.h"
+
+namespace nmt::dist {
+namespace {
+
+std::unique_ptr<Communicator> mpi() {
+  DistConfig c;
+  c.backend = "mpi";
+  return make_communicator(c, nmt::testing::process_group(), torch::kCPU);
+}
+
+TEST(Communicator, AllReduceBroadcastAndGather) {
+  auto comm = mpi();
+  const int r = comm->rank(), w = comm->world_size();
+  auto t = torch::full({5}, static_cast<float>(r + 1));
+  auto work = comm->all_reduce_sum(t);
+  work->wait();
+  EXPECT_TRUE(t.equal(torch::full({5}, static_cast<float>(w * (w + 1) / 2))));
+  auto b = torch::full({3}, static_cast<double>(r));
+  comm->broadcast(b, 0);
+  EXPECT_TRUE(b.equal(torch::zeros({3}, torch::kFloat64)));
+  const auto all = comm->all_gather_bytes("rank" + std::to_string(r));
+  ASSERT_EQ(static_cast<int>(all.size()), w);
+  for (int k = 0; k < w; ++k) EXPECT_EQ(all[k], "rank" + std::to_string(k));
+  EXPECT_EQ(comm->all_reduce_max(static_cast<double>(r)), w - 1);
+}
+
+TEST(Communicator, BackendMustFitTheDevice) {
+  DistConfig c;
+  c.backend = "mpi";
+  EXPECT_THROW(make_communicator(c, nmt::testing::process_group(), torch::Device(torch::kCUDA, 0)), DistError);
+  c.backend = "auto";
+  EXPECT_EQ(make_communicator(c, nmt::testing::process_group(), torch::kCPU)->name(), "mpi");
+  if (!nccl_compiled()) {
+    c.backend = "nccl";
+    EXPECT_THROW(make_communicator(c, nmt::testing::process_group(), torch::kCPU), DistError);
+  }
+}
+
+std::vector<torch::Tensor> params(std::vector<int64_t> sizes) {
+  std::vector<torch::Tensor> out;
+  for (int64_t n : sizes) {
+    auto p = torch::zeros({n}, torch::requires_grad());
+    p.mutable_grad() = torch::zeros({n});
+    out.push_back(p);
+  }
+  return out;
+}
+
+TEST(Reducer, BucketsCoverEveryGradientOnceInReverseOrderUnderTheCap) {
+  auto comm = mpi();
+  const std::vector<int64_t> sizes = {100, 30, 500, 7, 260, 260, 1, 90};
+  const double cap_mb = 1200.0 / (1024 * 1024);  // 1200 bytes = 300 floats
+  GradReducer reducer(params(sizes), *comm, cap_mb);
+  std::vector<int> seen(sizes.size(), 0);
+  size_t last = sizes.size();
+  for (const auto& bucket : reducer.buckets()) {
+    int64_t bytes = 0;
+    for (size_t k : bucket) {
+      ++seen[k];
+      EXPECT_LT(k, last) << "parameters must come in reverse order";
+      last = k;
+      bytes += sizes[k] * 4;
+    }
+    if (bucket.size() > 1) {
+      EXPECT_LE(bytes, 1200);  // a single oversized parameter gets its own bucket
+    }
+  }
+  for (size_t k = 0; k < sizes.size(); ++k) EXPECT_EQ(seen[k], 1) << k;
+  EXPECT_EQ(reducer.buckets().front().front(), sizes.size() - 1);
+}
+
+TEST(Reducer, SumsOverRanksAndStartsDuringBackward) {
+  auto comm = mpi();
+  const int r = comm->rank(), w = comm->world_size();
+  auto ps = params({64, 64, 64, 64, 64, 64});
+  GradReducer reducer(ps, *comm, 64 * 4 / (1024.0 * 1024.0));  // one parameter per bucket
+  // A chain, so backward produces the gradients one after another: p5's first.
+  torch::Tensor x = torch::ones({64});
+  for (auto& p : ps) x = torch::tanh(x + p * static_cast<float>(r + 1));
+  reducer.arm();
+  x.sum().backward();
+  reducer.finish();
+  // Expected: the sum over ranks of each rank's own gradient, computed without reducer.
+  std::vector<torch::Tensor> local;
+  for (int k = 0; k < w; ++k) {
+    auto qs = params({64, 64, 64, 64, 64, 64});
+    torch::Tensor y = torch::ones({64});
+    for (auto& q : qs) y = torch::tanh(y + q * static_cast<float>(k + 1));
+    y.sum().backward();
+    for (size_t i = 0; i < qs.size(); ++i) {
+      if (k == 0) local.push_back(qs[i].grad().clone());
+      else local[i] += qs[i].grad();
+    }
+  }
+  for (size_t i = 0; i < ps.size(); ++i) EXPECT_TRUE(torch::allclose(ps[i].grad(), local[i], 1e-5, 1e-6)) << i;
+  if (w > 1) {
+    EXPECT_GT(reducer.started_during_backward(), 0) << "no bucket started before backward ended";
+    std::printf("rank %d: %lld of %zu buckets started during backward\n", r,
+                static_cast<long long>(reducer.started_during_backward()), reducer.buckets().size());
+  }
+}
+
+TEST(NcclBackend, AllReduceOnGpu) {
+  if (!nccl_compiled()) GTEST_SKIP() << "built without NMTRAIN_WITH_CUDA";
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device on this machine: NCCL backend compiled, not run";
+  DistConfig c;
+  c.backend = "nccl";
+  const auto& g = nmt::testing::process_group();
+  auto comm = make_communicator(c, g, torch::Device(torch::kCUDA, g.local_rank() % torch::cuda::device_count()));
+  auto t = torch::full({1000}, static_cast<float>(g.rank() + 1), torch::Device(torch::kCUDA, g.local_rank()));
+  comm->all_reduce_sum(t)->wait();
+  const int w = g.world_size();
+  EXPECT_TRUE(t.cpu().equal(torch::full({1000}, static_cast<float>(w * (w + 1) / 2))));
+}
+
+}  // namespace
+}  // namespace nmt::dist

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# The executables end to end on a tiny synthetic corpus: preprocess -> train -> average
+# -> evaluate / translate, checked against Python's torch.load and sacreBLEU, and every
+# bad input refused with a clear message, a non-zero exit and no damaged output.
+#   e2e_cli.sh BUILD_DIR PYTHON
+set -uo pipefail
+build=$1 python=$2
+bin() { echo "$build/$1/$2"; }
+PRE=$(bin data preprocess) TRAIN=$(bin trainer train) AVG=$(bin trainer average)
+EVAL=$(bin eval evaluate) TRANS=$(bin eval translate)
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+here=$(cd "$(dirname "$0")" && pwd)
+cd "$tmp"
+fail() { echo "FAIL: $*"; exit 1; }
+# expect_error "what" "needle" cmd...: non-zero exit and the needle in stderr.
+expect_error() {
+  local what=$1 needle=$2; shift 2
+  if "$@" > out.txt 2> err.txt; then fail "$what: exit 0"; fi
+  grep -qF -- "$needle" err.txt || { cat err.txt; fail "$what: message lacks '$needle'"; }
+  echo "ok: $what -> $(head -c 200 err.txt | head -1)"
+}
+
+"$python" "$here/make_toy_corpus.py" raw
+cat > c.yaml <<'YAML'
+data: {raw_dir: raw, shard_dir: shards, vocab_size: 40, num_shards: 2, max_tokens: 300}
+model: {d_model: 32, ffn_dim: 64, heads: 4, encoder_layers: 1, decoder_layers: 1, dropout: 0.0}
+schedule: {type: inverse_sqrt, lr: 0.003, warmup_updates: 10}
+train: {max_updates: 150, threads: 1, log_interval: 50, validate_interval_updates: 50, save_interval_updates: 50, keep_last: 2, save_dir: run}
+eval: {beam: 2}
+YAML
+
+"$PRE" --config c.yaml > /dev/null 2>&1 || fail preprocess
+"$TRAIN" --config c.yaml 2> train.err || { cat train.err; fail train; }
+ls run/update_100.pt run/update_150.pt run/best.pt run/last.pt > /dev/null || fail "checkpoint layout"
+[ ! -e run/update_50.pt ] || fail "keep_last 2 kept update_50.pt"
+grep -q '"event":"valid"' run/metrics.jsonl || fail "metrics.jsonl has no validation record"
+"$python" -c "
+import torch
+c = torch.load('run/last.pt', weights_only=True)
+assert c['update'] == 150 and set(c['model']) and 'exp_avg' in next(iter(c['optimizer'].values())), c.keys()
+assert 'd_model: 32' in c['config']
+print('ok: torch.load(weights_only=True) reads last.pt: update', c['update'], len(c['model']), 'tensors')
+" || fail "torch.load"
+
+"$AVG" --output run/avg.pt --last 2 run 2> /dev/null || fail average
+"$EVAL" --config c.yaml --checkpoint run/avg.pt --split test --output hyp.txt > bleu.txt 2> eval.err || { cat eval.err; fail evaluate; }
+head -1 bleu.txt | grep -q "^BLEU = " || fail "evaluate printed no BLEU line"
+sed -n 2p bleu.txt | grep -qx "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0" || fail "signature line"
+[ "$(wc -l < hyp.txt)" = 20 ] || fail "hypothesis count"
+"$EVAL" bleu --hyp hyp.txt --ref raw/test_2016_flickr.en > ours.txt || fail "evaluate bleu"
+"$python" -c "
+import sacrebleu
+h = open('hyp.txt').read().splitlines(); r = open('raw/test_2016_flickr.en').read().splitlines()
+print(sacrebleu.corpus_bleu(h, [r]))" > theirs.txt
+diff <(head -1 ours.txt) theirs.txt || fail "evaluate bleu differs from sacreBLEU"
+cmp <(head -1 bleu.txt) theirs.txt || fail "evaluate's BLEU differs from sacreBLEU on its own output"
+echo "ok: evaluate and evaluate bleu print sacreBLEU's line: $(cat theirs.txt)"
+
+printf 'ein Hund läuft .\n\nzwei Kinder spielen mit Ball .\n' | "$TRANS" --config c.yaml --checkpoint run/avg.pt > tr.txt 2> tr.err || { cat tr.err; fail translate; }
+[ "$(wc -l < tr.txt)" = 3 ] && [ -z "$(sed -n 2p tr.txt)" ] || { cat tr.txt; fail "empty line must give an empty translation"; }
+printf 'ein Hund .\n' | "$TRANS" --config c.yaml --checkpoint run/avg.pt --beam 3 --nbest 3 > nb.txt || fail "nbest"
+[ "$(wc -l < nb.txt)" = 3 ] && grep -q '^0 ||| .* ||| ' nb.txt || { cat nb.txt; fail "nbest format"; }
+echo "ok: translate (empty line kept, n-best in Marian's format)"
+
+# Bad input: each refused, nothing overwritten.
+cp hyp.txt hyp.before
+expect_error "missing checkpoint" "run/nope.pt" "$EVAL" --config c.yaml --checkpoint run/nope.pt --output hyp.txt
+cmp hyp.txt hyp.before || fail "output overwritten after an error"
+head -c 2000 run/last.pt > run/trunc.pt
+expect_error "truncated checkpoint" "not a readable checkpoint" "$EVAL" --config c.yaml --checkpoint run/trunc.pt --output hyp.txt
+cp run/last.pt run/corrupt.pt; cp run/last.pt.sha256 run/corrupt.pt.sha256
+printf '\x01' | dd of=run/corrupt.pt bs=1 seek=5000 conv=notrunc 2> /dev/null
+expect_error "corrupt checkpoint" "checksum" "$EVAL" --config c.yaml --checkpoint run/corrupt.pt --output hyp.txt
+expect_error "model shape mismatch" "embed.weight" "$EVAL" --config c.yaml --checkpoint run/last.pt model.d_model=64
+"$PRE" --config c.yaml data.shard_dir=shards2 data.vocab_size=36 > /dev/null 2>&1 || fail "preprocess 2"
+expect_error "vocabulary mismatch" "vocab_sha256" "$EVAL" --config c.yaml --checkpoint run/last.pt data.shard_dir=shards2
+head -5 hyp.txt > short.txt
+expect_error "hyp/ref length mismatch" "has 5 lines" "$EVAL" bleu --hyp short.txt --ref raw/test_2016_flickr.en
+expect_error "missing hypothesis file" "nope.txt" "$EVAL" bleu --hyp nope.txt --ref raw/test_2016_flickr.en
+cmp hyp.txt hyp.before || fail "output overwritten after an error"
+expect_error "average output is an input" "also an input" "$AVG" --output run/last.pt run/last.pt run/best.pt
+expect_error "unknown resume file" "run/none.pt" "$TRAIN" --config c.yaml --resume run/none.pt
+echo "e2e: all checks passed"

@@ -1,0 +1,134 @@
+"""Generates tests/fixtures/transformer_*.pt: fixed weights, inputs, masks and outputs of
+the Transformer computed with PyTorch's own Python ops, written independently of our
+C++ model (explicit softmax attention, F.layer_norm, F.linear), so the C++ model is
+checked against another implementation, not against itself.
+
+Run with the Python of the pinned torch wheel:  python tests/make_model_fixtures.py
+"""
+import math
+import os
+
+import torch
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+V, D, H, FFN, ENC, DEC, PAD, MAXPOS = 23, 16, 4, 32, 2, 2, 0, 64
+
+
+def sinusoids(n, d):
+    pe = torch.zeros(n, d, dtype=torch.float64)
+    for p in range(n):
+        for i in range(0, d, 2):
+            angle = p / (10000 ** (i / d))
+            pe[p, i] = math.sin(angle)
+            pe[p, i + 1] = math.cos(angle)
+    return pe.float()
+
+
+def make_weights(gen):
+    w = {}
+
+    def rnd(*shape, scale=0.3):
+        return torch.randn(*shape, generator=gen) * scale
+
+    w["embed.weight"] = rnd(V, D)
+    w["embed.weight"][PAD] = 0
+    for l in range(ENC):
+        p = f"encoder_layers.{l}."
+        w[p + "self_attn.in_proj.weight"], w[p + "self_attn.in_proj.bias"] = rnd(3 * D, D), rnd(3 * D)
+        w[p + "self_attn.out_proj.weight"], w[p + "self_attn.out_proj.bias"] = rnd(D, D), rnd(D)
+        w[p + "ffn.fc1.weight"], w[p + "ffn.fc1.bias"] = rnd(FFN, D), rnd(FFN)
+        w[p + "ffn.fc2.weight"], w[p + "ffn.fc2.bias"] = rnd(D, FFN), rnd(D)
+        for n in ("norm1", "norm2"):
+            w[p + n + ".weight"], w[p + n + ".bias"] = 1 + rnd(D, scale=0.1), rnd(D, scale=0.1)
+    for l in range(DEC):
+        p = f"decoder_layers.{l}."
+        w[p + "self_attn.in_proj.weight"], w[p + "self_attn.in_proj.bias"] = rnd(3 * D, D), rnd(3 * D)
+        w[p + "self_attn.out_proj.weight"], w[p + "self_attn.out_proj.bias"] = rnd(D, D), rnd(D)
+        w[p + "cross_attn.q_proj.weight"], w[p + "cross_attn.q_proj.bias"] = rnd(D, D), rnd(D)
+        w[p + "cross_attn.kv_proj.weight"], w[p + "cross_attn.kv_proj.bias"] = rnd(2 * D, D), rnd(2 * D)
+        w[p + "cross_attn.out_proj.weight"], w[p + "cross_attn.out_proj.bias"] = rnd(D, D), rnd(D)
+        w[p + "ffn.fc1.weight"], w[p + "ffn.fc1.bias"] = rnd(FFN, D), rnd(FFN)
+        w[p + "ffn.fc2.weight"], w[p + "ffn.fc2.bias"] = rnd(D, FFN), rnd(D)
+        for n in ("norm1", "norm2", "norm3"):
+            w[p + n + ".weight"], w[p + n + ".bias"] = 1 + rnd(D, scale=0.1), rnd(D, scale=0.1)
+    for n in ("encoder_norm", "decoder_norm"):
+        w[n + ".weight"], w[n + ".bias"] = 1 + rnd(D, scale=0.1), rnd(D, scale=0.1)
+    return w
+
+
+def attention(q, k, v, mask):
+    """q: [b, tq, d], k, v: [b, tk, d] (already projected); mask: bool [b, 1, tq|1, tk]."""
+    b, tq, _ = q.shape
+    split = lambda x: x.view(b, x.shape[1], H, D // H).transpose(1, 2)
+    q, k, v = split(q), split(k), split(v)
+    scores = q @ k.transpose(-1, -2) / math.sqrt(D // H)
+    scores = scores.masked_fill(~mask, float("-inf"))
+    out = torch.softmax(scores, -1) @ v
+    return out.transpose(1, 2).reshape(b, tq, D)
+
+
+def forward(w, src, tgt, pre_norm):
+    ln = lambda x, n: F.layer_norm(x, (D,), w[n + ".weight"], w[n + ".bias"], 1e-5)
+    pe = sinusoids(MAXPOS, D)
+    embed = lambda t: F.embedding(t, w["embed.weight"]) * math.sqrt(D) + pe[: t.shape[1]]
+
+    def sub(x, norm, f):
+        return x + f(ln(x, norm)) if pre_norm else ln(x + f(x), norm)
+
+    src_mask = (src != PAD)[:, None, None, :]
+    t = tgt.shape[1]
+    causal = torch.tril(torch.ones(t, t, dtype=torch.bool))[None, None]
+    self_mask = causal & (tgt != PAD)[:, None, None, :]
+
+    x = embed(src)
+    for l in range(ENC):
+        p = f"encoder_layers.{l}."
+        def sa(h, p=p):
+            q, k, v = F.linear(h, w[p + "self_attn.in_proj.weight"], w[p + "self_attn.in_proj.bias"]).chunk(3, -1)
+            return F.linear(attention(q, k, v, src_mask), w[p + "self_attn.out_proj.weight"], w[p + "self_attn.out_proj.bias"])
+        ffn = lambda h, p=p: F.linear(F.relu(F.linear(h, w[p + "ffn.fc1.weight"], w[p + "ffn.fc1.bias"])), w[p + "ffn.fc2.weight"], w[p + "ffn.fc2.bias"])
+        x = sub(x, p + "norm1", sa)
+        x = sub(x, p + "norm2", ffn)
+    memory = ln(x, "encoder_norm") if pre_norm else x
+
+    y = embed(tgt)
+    for l in range(DEC):
+        p = f"decoder_layers.{l}."
+        def sa(h, p=p):
+            q, k, v = F.linear(h, w[p + "self_attn.in_proj.weight"], w[p + "self_attn.in_proj.bias"]).chunk(3, -1)
+            return F.linear(attention(q, k, v, self_mask), w[p + "self_attn.out_proj.weight"], w[p + "self_attn.out_proj.bias"])
+        def ca(h, p=p):
+            q = F.linear(h, w[p + "cross_attn.q_proj.weight"], w[p + "cross_attn.q_proj.bias"])
+            k, v = F.linear(memory, w[p + "cross_attn.kv_proj.weight"], w[p + "cross_attn.kv_proj.bias"]).chunk(2, -1)
+            return F.linear(attention(q, k, v, src_mask), w[p + "cross_attn.out_proj.weight"], w[p + "cross_attn.out_proj.bias"])
+        ffn = lambda h, p=p: F.linear(F.relu(F.linear(h, w[p + "ffn.fc1.weight"], w[p + "ffn.fc1.bias"])), w[p + "ffn.fc2.weight"], w[p + "ffn.fc2.bias"])
+        y = sub(y, p + "norm1", sa)
+        y = sub(y, p + "norm2", ca)
+        y = sub(y, p + "norm3", ffn)
+    if pre_norm:
+        y = ln(y, "decoder_norm")
+    return y @ w["embed.weight"].t(), src_mask, self_mask
+
+
+def main():
+    gen = torch.Generator().manual_seed(1234)
+    src = torch.tensor([[5, 6, 7, 8, 9, 10, 3], [11, 12, 3, 0, 0, 0, 0], [13, 14, 15, 16, 3, 0, 0]])
+    tgt = torch.tensor([[2, 17, 18, 19, 20], [2, 21, 0, 0, 0], [2, 22, 5, 6, 0]])
+    for pre_norm in (False, True):
+        w = make_weights(gen)
+        if not pre_norm:
+            w = {k: v for k, v in w.items() if not k.startswith(("encoder_norm", "decoder_norm"))}
+        with torch.no_grad():
+            logits, src_mask, self_mask = forward(w, src, tgt, pre_norm)
+        name = "transformer_prenorm.pt" if pre_norm else "transformer_postnorm.pt"
+        torch.save({"weights": w, "src": src, "tgt_in": tgt, "logits": logits, "src_mask": src_mask,
+                    "self_mask": self_mask, "positions": sinusoids(MAXPOS, D),
+                    "config": {"vocab": V, "d_model": D, "heads": H, "ffn_dim": FFN, "encoder_layers": ENC,
+                               "decoder_layers": DEC, "pad": PAD, "max_positions": MAXPOS, "pre_norm": int(pre_norm)}},
+                   os.path.join(HERE, "fixtures", name))
+        print("wrote", name, "max |logit| =", float(logits.abs().max()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,187 @@
+// The Transformer against numbers from PyTorch's own Python ops (tests/fixtures, made by
+// tests/make_model_fixtures.py), masks against hand-built ones, and decoding invariants.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <fstream>
+#include <iterator>
+
+#include "eval/search.h"
+#include "model/transformer.h"
+#include "trainer/checkpoint.h"
+
+namespace nmt::model {
+namespace {
+
+c10::impl::GenericDict load_fixture(const std::string& name) {
+  const std::string path = std::string(NMTRAIN_SOURCE_DIR) + "/tests/fixtures/" + name;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(path + ": fixture missing (run tests/make_model_fixtures.py)");
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return torch::pickle_load(bytes).toGenericDict();
+}
+
+ModelConfig fixture_config(const c10::impl::GenericDict& f) {
+  const auto c = f.at("config").toGenericDict();
+  ModelConfig mc;
+  mc.vocab_size = c.at("vocab").toInt();
+  mc.d_model = c.at("d_model").toInt();
+  mc.heads = c.at("heads").toInt();
+  mc.ffn_dim = c.at("ffn_dim").toInt();
+  mc.encoder_layers = c.at("encoder_layers").toInt();
+  mc.decoder_layers = c.at("decoder_layers").toInt();
+  mc.pad_id = c.at("pad").toInt();
+  mc.max_positions = c.at("max_positions").toInt();
+  mc.pre_norm = c.at("pre_norm").toInt() != 0;
+  mc.dropout = 0;
+  return mc;
+}
+
+Transformer fixture_model(const c10::impl::GenericDict& f) {
+  Transformer m(fixture_config(f));
+  c10::Dict<std::string, torch::Tensor> w;
+  for (const auto& kv : f.at("weights").toGenericDict()) w.insert(kv.key().toStringRef(), kv.value().toTensor());
+  trainer::load_model_weights(*m, w, "fixture");
+  m->eval();
+  return m;
+}
+
+TEST(Masks, PaddingMaskMatchesHandBuilt) {
+  const auto tokens = torch::tensor({5, 6, 0, 7, 0, 0}, torch::kInt64).view({2, 3});
+  const auto want = torch::tensor({true, true, false, true, false, false}).view({2, 1, 1, 3});
+  EXPECT_TRUE(padding_mask(tokens, 0).equal(want));
+}
+
+TEST(Masks, CausalMaskMatchesHandBuilt) {
+  const auto want = torch::tensor({true, false, false, true, true, false, true, true, true}).view({1, 1, 3, 3});
+  EXPECT_TRUE(causal_mask(3, torch::kCPU).equal(want));
+}
+
+TEST(Masks, DecoderMaskCombinesCausalAndPadding) {
+  // Row i may see column j iff j <= i and token j is not padding.
+  const auto tgt = torch::tensor({2, 8, 0}, torch::kInt64).view({1, 3});
+  const auto want = torch::tensor({true, false, false, true, true, false, true, true, false}).view({1, 1, 3, 3});
+  EXPECT_TRUE(decoder_self_mask(tgt, 0).equal(want));
+  const auto f = load_fixture("transformer_postnorm.pt");
+  EXPECT_TRUE(decoder_self_mask(f.at("tgt_in").toTensor(), 0).equal(f.at("self_mask").toTensor()));
+  EXPECT_TRUE(padding_mask(f.at("src").toTensor(), 0).equal(f.at("src_mask").toTensor()));
+}
+
+TEST(Model, SinusoidalPositionsMatchPython) {
+  const auto f = load_fixture("transformer_postnorm.pt");
+  const auto want = f.at("positions").toTensor();
+  EXPECT_TRUE(torch::allclose(sinusoidal_positions(want.size(0), want.size(1)), want, 1e-6, 1e-6));
+}
+
+class ForwardVsPyTorch : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ForwardVsPyTorch, LogitsMatch) {
+  const auto f = load_fixture(GetParam());
+  Transformer m = fixture_model(f);
+  torch::NoGradGuard g;
+  const auto got = m->forward(f.at("src").toTensor(), f.at("tgt_in").toTensor());
+  const auto want = f.at("logits").toTensor();
+  ASSERT_EQ(got.sizes(), want.sizes());
+  // Only real target positions are defined the same way by both (padding rows differ
+  // harmlessly: they are never scored).
+  const auto real = f.at("tgt_in").toTensor().ne(0);
+  const double err = (got - want).abs().index({real}).max().item<double>();
+  EXPECT_LT(err, 2e-5) << "max |ours - pytorch| over real positions";
+}
+
+INSTANTIATE_TEST_SUITE_P(PostAndPreNorm, ForwardVsPyTorch,
+                         ::testing::Values("transformer_postnorm.pt", "transformer_prenorm.pt"));
+
+TEST(Model, IncrementalDecodingEqualsFullRecomputation) {
+  for (const char* name : {"transformer_postnorm.pt", "transformer_prenorm.pt"}) {
+    const auto f = load_fixture(name);
+    Transformer m = fixture_model(f);
+    torch::NoGradGuard g;
+    const auto src = f.at("src").toTensor();
+    const auto tgt = torch::tensor({2, 17, 18, 19, 20, 2, 21, 9, 4, 4, 2, 22, 5, 6, 7}, torch::kInt64).view({3, 5});
+    const auto full = torch::log_softmax(m->forward(src, tgt), -1);
+    DecoderState state = m->start_decoding(src);
+    for (int64_t t = 0; t < tgt.size(1); ++t) {
+      const auto step = m->decode_step(tgt.select(1, t), state);
+      EXPECT_LT((step - full.select(1, t)).abs().max().item<double>(), 1e-5) << name << " step " << t;
+    }
+  }
+}
+
+TEST(Model, TiedEmbeddingIsOneParameterAndPadRowStartsZero) {
+  ModelConfig c;
+  c.vocab_size = 50;
+  c.d_model = 16;
+  c.heads = 2;
+  c.ffn_dim = 32;
+  c.encoder_layers = c.decoder_layers = 1;
+  torch::manual_seed(3);
+  Transformer m(c);
+  int64_t vocab_sized = 0;
+  for (const auto& p : m->named_parameters()) vocab_sized += p.value().size(0) == 50;
+  EXPECT_EQ(vocab_sized, 1) << "source, target and output projection share one matrix";
+  EXPECT_EQ(m->embed->weight[0].abs().sum().item<double>(), 0.0);
+  // Xavier-uniform bound for a [3d, d] matrix: sqrt(6 / (d + 3d)).
+  const double bound = std::sqrt(6.0 / (16 + 48));
+  const auto w = m->named_parameters()["encoder_layers.0.self_attn.in_proj.weight"];
+  EXPECT_LE(w.abs().max().item<double>(), bound + 1e-6);
+  EXPECT_GT(w.abs().max().item<double>(), 0.9 * bound);
+}
+
+eval::SearchOptions options(int64_t beam) {
+  eval::SearchOptions o;
+  o.beam = beam;
+  o.nbest = beam;
+  o.bos = 2;
+  o.eos = 3;
+  o.pad = 0;
+  o.max_len_a = 1.0;
+  o.max_len_b = 5;
+  return o;
+}
+
+TEST(Search, BeamOneEqualsGreedy) {
+  const auto f = load_fixture("transformer_postnorm.pt");
+  Transformer m = fixture_model(f);
+  const auto src = f.at("src").toTensor();
+  const auto greedy = eval::greedy_search(*m, src, options(1));
+  const auto beam = eval::beam_search(*m, src, options(1));
+  ASSERT_EQ(greedy.size(), beam.size());
+  for (size_t i = 0; i < greedy.size(); ++i) {
+    EXPECT_EQ(greedy[i][0].tokens, beam[i][0].tokens) << i;
+    EXPECT_NEAR(greedy[i][0].score, beam[i][0].score, 1e-4) << i;
+  }
+}
+
+TEST(Search, BeamScoresAreTeacherForcedLogProbabilitiesAndSorted) {
+  const auto f = load_fixture("transformer_prenorm.pt");
+  Transformer m = fixture_model(f);
+  const auto src = f.at("src").toTensor();
+  auto opt = options(4);
+  opt.lenpen = 0.6;
+  const auto out = eval::beam_search(*m, src, opt);
+  torch::NoGradGuard g;
+  for (size_t i = 0; i < out.size(); ++i) {
+    ASSERT_FALSE(out[i].empty());
+    for (size_t r = 0; r < out[i].size(); ++r) {
+      const auto& h = out[i][r];
+      if (r > 0) {
+        EXPECT_GE(out[i][r - 1].normalized, h.normalized);
+      }
+      // Re-score the hypothesis by teacher forcing: BOS + tokens -> tokens + EOS.
+      std::vector<int64_t> in = {2}, target = h.tokens;
+      in.insert(in.end(), h.tokens.begin(), h.tokens.end());
+      target.push_back(3);
+      const auto lp = torch::log_softmax(
+          m->forward(src[i].unsqueeze(0), torch::tensor(in, torch::kInt64).unsqueeze(0)).squeeze(0), -1);
+      double score = 0;
+      for (size_t t = 0; t < target.size(); ++t) score += lp[t][target[t]].item<double>();
+      EXPECT_NEAR(h.score, score, 1e-4) << "sentence " << i << " rank " << r;
+      EXPECT_NEAR(h.normalized, score / std::pow(static_cast<double>(target.size()), 0.6), 1e-4);
+      EXPECT_LE(static_cast<int64_t>(h.tokens.size()), src[i].ne(0).sum().item<int64_t>() + 5);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace nmt::model

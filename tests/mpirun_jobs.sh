@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Multi-rank jobs under mpirun (CPU, MPI backend), one ctest entry per mode:
+#   mpirun_jobs.sh BUILD_DIR PYTHON equivalence   -np 2 uf 1 == -np 1 uf 2, bit for bit
+#   mpirun_jobs.sh BUILD_DIR PYTHON tolerance     -np 4 uf 1 ~ -np 2 uf 2 ~ -np 1 uf 4
+#   mpirun_jobs.sh BUILD_DIR PYTHON evaluation    -np 2 evaluate == -np 1 evaluate
+#   mpirun_jobs.sh BUILD_DIR PYTHON fault         rank 1 throws at update 3: job ends non-zero, fast
+set -uo pipefail
+build=$1 python=$2 mode=$3
+here=$(cd "$(dirname "$0")" && pwd)
+TRAIN=$build/trainer/train PRE=$build/data/preprocess EVAL=$build/eval/evaluate
+MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+cd "$tmp"
+fail() { echo "FAIL: $*"; exit 1; }
+"$python" "$here/make_toy_corpus.py" raw 400
+cat > c.yaml <<'YAML'
+data: {raw_dir: raw, shard_dir: shards, vocab_size: 40, num_shards: 3, max_tokens: 120}
+model: {d_model: 32, ffn_dim: 64, heads: 4, encoder_layers: 1, decoder_layers: 1, dropout: 0.0}
+schedule: {type: inverse_sqrt, lr: 0.002, warmup_updates: 5}
+optim: {clip_norm: 1.0}
+train: {max_updates: 20, threads: 1, log_interval: 5, validate_interval_updates: 10, save_interval_updates: 0}
+dist: {bucket_mb: 0.01}
+YAML
+"$PRE" --config c.yaml > /dev/null 2>&1 || fail preprocess
+
+# compare A B TOLERANCE: max over tensors of max|a-b| / max|a| (0 = bit-identical)
+compare() {
+  "$python" - "$1" "$2" "$3" <<'PY'
+import sys, torch
+a = torch.load(sys.argv[1], weights_only=True)["model"]
+b = torch.load(sys.argv[2], weights_only=True)["model"]
+tol = float(sys.argv[3])
+worst = max(float((a[k] - b[k]).abs().max() / a[k].abs().max().clamp_min(1e-30)) for k in a)
+identical = all(torch.equal(a[k], b[k]) for k in a)
+print(f"{sys.argv[1]} vs {sys.argv[2]}: identical={identical} worst relative diff={worst:.3e}")
+sys.exit(0 if (identical if tol == 0 else worst <= tol) else 1)
+PY
+}
+
+train() {  # train NP UF DIR [overrides...]
+  local np=$1 uf=$2 dir=$3; shift 3
+  "${MPIRUN[@]}" -np "$np" "$TRAIN" --config c.yaml train.update_freq="$uf" train.save_dir="$dir" "$@" > "$dir.log" 2>&1 \
+    || { tail -20 "$dir.log"; fail "train -np $np uf $uf"; }
+}
+
+case $mode in
+  equivalence)
+    train 2 1 np2_uf1
+    train 1 2 np1_uf2
+    compare np2_uf1/last.pt np1_uf2/last.pt 0 || fail "-np 2 uf 1 and -np 1 uf 2 differ"
+    grep -q "ranks 2 | backend mpi" np2_uf1.log || fail "the 2-rank run did not run on 2 ranks"
+    ;;
+  tolerance)
+    train 4 1 np4_uf1
+    train 2 2 np2_uf2
+    train 1 4 np1_uf4
+    compare np1_uf4/last.pt np4_uf1/last.pt 1e-5 || fail "-np 4 uf 1 differs from -np 1 uf 4"
+    compare np1_uf4/last.pt np2_uf2/last.pt 1e-5 || fail "-np 2 uf 2 differs from -np 1 uf 4"
+    ;;
+  evaluation)
+    train 1 1 run
+    "$EVAL" --config c.yaml --checkpoint run/last.pt --split test --beam 3 --output one.txt > one.bleu 2>&1 || fail "evaluate -np 1"
+    "${MPIRUN[@]}" -np 2 "$EVAL" --config c.yaml --checkpoint run/last.pt --split test --beam 3 --output two.txt > two.bleu 2>&1 \
+      || { cat two.bleu; fail "evaluate -np 2"; }
+    cmp one.txt two.txt || fail "hypotheses of -np 2 differ from -np 1"
+    cmp <(grep '^BLEU' one.bleu) <(grep '^BLEU' two.bleu) || fail "BLEU of -np 2 differs"
+    echo "distributed evaluation: identical hypotheses, $(grep '^BLEU' two.bleu)"
+    ;;
+  fault)
+    start=$(date +%s)
+    "${MPIRUN[@]}" -np 2 "$TRAIN" --config c.yaml train.save_dir=f debug.fault_rank=1 debug.fault_update=3 > f.log 2>&1
+    rc=$?
+    took=$(( $(date +%s) - start ))
+    [ $rc -ne 0 ] || fail "the job exited 0 after a rank failed"
+    grep -q "train\[rank 1\]: error: injected fault on rank 1 at update 3" f.log || { cat f.log; fail "rank 1's message missing"; }
+    [ $took -lt 60 ] || fail "took ${took}s to end"
+    echo "fault: rank 1 failed at update 3; job ended with exit $rc in ${took}s"
+    ;;
+  *) fail "unknown mode $mode" ;;
+esac
+echo "mpirun $mode: passed"

@@ -1,0 +1,110 @@
+// Loss, schedules and Adam against hand computations and LibTorch's own references.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "trainer/adam.h"
+#include "trainer/loss.h"
+#include "trainer/lr_schedule.h"
+
+namespace nmt::trainer {
+namespace {
+
+TEST(Loss, LabelSmoothedMatchesHandComputation) {
+  // Two positions, vocabulary 3, the second position is padding (id 0) and ignored.
+  const auto logits = torch::tensor({1.0, 2.0, 0.5, 9.0, 9.0, 9.0}, torch::kFloat64).view({1, 2, 3});
+  const auto target = torch::tensor({1, 0}, torch::kInt64).view({1, 2});
+  const double eps = 0.1;
+  const double lse = std::log(std::exp(1.0) + std::exp(2.0) + std::exp(0.5));
+  const double lp[3] = {1.0 - lse, 2.0 - lse, 0.5 - lse};
+  const double want = (1 - eps) * -lp[1] + eps / 3 * (-lp[0] - lp[1] - lp[2]);
+  const auto l = label_smoothed_loss(logits.to(torch::kFloat32), target, 0, eps, [](const torch::Tensor& h) { return h; });
+  EXPECT_EQ(l.tokens, 1);
+  EXPECT_NEAR(l.loss.item<double>(), want, 1e-5);
+  EXPECT_NEAR(l.nll.item<double>(), -lp[1], 1e-5);
+}
+
+TEST(Loss, EqualsPyTorchCrossEntropyWithLabelSmoothing) {
+  torch::manual_seed(0);
+  const auto logits = torch::randn({4, 6, 11});
+  auto target = torch::randint(1, 11, {4, 6}, torch::kInt64);
+  target.index_put_({torch::indexing::Slice(), torch::indexing::Slice(4, 6)}, 0);
+  target[3][2] = 0;
+  for (double eps : {0.0, 0.1, 0.3}) {
+    const auto ours = label_smoothed_loss(logits, target, 0, eps, [](const torch::Tensor& h) { return h; });
+    namespace F = torch::nn::functional;
+    const auto ref = F::cross_entropy(
+        logits.view({-1, 11}), target.view({-1}),
+        F::CrossEntropyFuncOptions().ignore_index(0).label_smoothing(eps).reduction(torch::kSum));
+    EXPECT_NEAR(ours.loss.item<double>(), ref.item<double>(), 1e-3) << "eps " << eps;
+    EXPECT_EQ(ours.tokens, target.ne(0).sum().item<int64_t>());
+  }
+}
+
+TEST(Schedule, NoamFollowsItsFormula) {
+  ScheduleConfig c;
+  c.type = "noam";
+  c.factor = 2.0;
+  c.warmup_updates = 4000;
+  LrSchedule s(c, 512);
+  for (int64_t u : {1, 10, 3999, 4000, 4001, 100000}) {
+    const double want = 2.0 * std::pow(512.0, -0.5) * std::min(std::pow(u, -0.5), u * std::pow(4000.0, -1.5));
+    EXPECT_DOUBLE_EQ(s.lr(u), want) << u;
+  }
+  EXPECT_GT(s.lr(4000), s.lr(3000));
+  EXPECT_GT(s.lr(4000), s.lr(5000));
+}
+
+TEST(Schedule, InverseSqrtFollowsItsFormula) {
+  ScheduleConfig c;
+  c.type = "inverse_sqrt";
+  c.lr = 1e-3;
+  c.warmup_updates = 100;
+  c.warmup_init_lr = 1e-7;
+  LrSchedule s(c, 512);
+  EXPECT_NEAR(s.lr(1), 1e-7 + (1e-3 - 1e-7) * 1 / 100.0, 1e-15);
+  EXPECT_NEAR(s.lr(50), 1e-7 + (1e-3 - 1e-7) * 0.5, 1e-15);
+  EXPECT_DOUBLE_EQ(s.lr(100), 1e-3);
+  EXPECT_DOUBLE_EQ(s.lr(400), 1e-3 * std::sqrt(100.0 / 400.0));
+  c.type = "constant";
+  EXPECT_DOUBLE_EQ(LrSchedule(c, 512).lr(12345), 1e-3);
+}
+
+TEST(Adam, MatchesLibTorchAdamW) {
+  torch::manual_seed(1);
+  auto a = torch::randn({5, 3}).requires_grad_(true);
+  auto b = a.detach().clone().requires_grad_(true);
+  OptimConfig oc;
+  oc.weight_decay = 0.01;
+  Adam ours({{"w", a}}, oc);
+  torch::optim::AdamW ref({b}, torch::optim::AdamWOptions(1e-2).betas({0.9, 0.98}).eps(1e-9).weight_decay(0.01));
+  for (int step = 0; step < 5; ++step) {
+    const auto target = torch::randn({5, 3});
+    a.mutable_grad() = (a.detach() - target) * 2;
+    b.mutable_grad() = (b.detach() - target) * 2;
+    ours.step(1e-2);
+    ref.step();
+  }
+  EXPECT_LT((a - b).abs().max().item<double>(), 1e-6);
+  const auto st = ours.state_dict().at("w");
+  EXPECT_EQ(st.at("step").item<double>(), 5.0);
+}
+
+TEST(Adam, StateRoundTripsAndRejectsMismatch) {
+  auto p = torch::randn({4}).requires_grad_(true);
+  Adam a({{"p", p}}, OptimConfig{});
+  p.mutable_grad() = torch::ones({4});
+  a.step(0.1);
+  Adam b({{"p", p}}, OptimConfig{});
+  b.load_state_dict(a.state_dict());
+  EXPECT_TRUE(b.state_dict().at("p").at("exp_avg").equal(a.state_dict().at("p").at("exp_avg")));
+  auto q = torch::randn({5}).requires_grad_(true);
+  Adam c({{"p", q}}, OptimConfig{});
+  EXPECT_THROW(c.load_state_dict(a.state_dict()), std::runtime_error);
+  Adam d({{"other", p}}, OptimConfig{});
+  EXPECT_THROW(d.load_state_dict(a.state_dict()), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace nmt::trainer

@@ -1,0 +1,26 @@
+#include "trainer/stop_signal.h"
+
+namespace nmt::trainer {
+namespace {
+volatile std::sig_atomic_t g_received = 0;
+void on_signal(int sig) { g_received = sig; }
+}  // namespace
+
+StopSignal::StopSignal() {
+  g_received = 0;
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGUSR1, &sa, &old_usr1_);
+  sigaction(SIGTERM, &sa, &old_term_);
+}
+
+StopSignal::~StopSignal() {
+  sigaction(SIGUSR1, &old_usr1_, nullptr);
+  sigaction(SIGTERM, &old_term_, nullptr);
+}
+
+int StopSignal::received() const { return g_received; }
+
+}  // namespace nmt::trainer
