@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Exact resume and fault tolerance, one ctest entry per mode:
+#   bitwise   stop at k in {3, 6 (epoch boundary), 9}, resume: bit-identical to a run never
+#             stopped; -np 1 (update_freq 2) and -np 2 (update_freq 2), dropout on
+#   kill      SIGKILL inside a checkpoint write (fault hook), and a real SIGKILL of a
+#             running job: the previous checkpoint loads and resume is bit-exact
+#   corrupt   a corrupt newest checkpoint is reported and resume auto falls back
+#   signals   SIGUSR1 to mpirun, SIGTERM to the ranks: exit 0, checkpoint, exact resume
+#   guards    NaN injection under each train.nonfinite policy; early stopping; world-size rule
+set -uo pipefail
+build=$1 python=$2 mode=$3
+here=$(cd "$(dirname "$0")" && pwd)
+TRAIN=$build/trainer/train PRE=$build/data/preprocess
+MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+cd "$tmp"
+fail() { echo "FAIL: $*"; exit 1; }
+"$python" "$here/make_toy_corpus.py" raw 150
+cat > c.yaml <<'YAML'
+data: {raw_dir: raw, shard_dir: shards, vocab_size: 40, num_shards: 2, max_tokens: 120}
+model: {d_model: 32, ffn_dim: 64, heads: 4, encoder_layers: 1, decoder_layers: 1, dropout: 0.1, attention_dropout: 0.1}
+schedule: {type: inverse_sqrt, lr: 0.002, warmup_updates: 5}
+train: {max_updates: 14, threads: 1, update_freq: 2, log_interval: 1, validate_interval_updates: 4, save_interval_updates: 3, keep_last: 0}
+YAML
+"$PRE" --config c.yaml > /dev/null 2>&1 || fail preprocess
+same() {  # same A B: model, optimizer state and update equal bit for bit
+  "$python" - "$1" "$2" <<'PY' || fail "$1 and $2 differ"
+import sys, torch
+a, b = (torch.load(p, weights_only=True) for p in sys.argv[1:3])
+assert a["update"] == b["update"], (a["update"], b["update"])
+bad = [k for k in a["model"] if not torch.equal(a["model"][k], b["model"][k])]
+bad += [k + "." + s for k in a["optimizer"] for s in a["optimizer"][k] if not torch.equal(a["optimizer"][k][s], b["optimizer"][k][s])]
+assert not bad, bad[:5]
+print(f"identical at update {a['update']}: {sys.argv[1]} == {sys.argv[2]}")
+PY
+}
+run() {  # run NP DIR [args...]
+  local np=$1 dir=$2; shift 2
+  "${MPIRUN[@]}" -np "$np" "$TRAIN" --config c.yaml train.save_dir="$dir" "$@" >> "$dir.log" 2>&1
+}
+
+case $mode in
+  bitwise)
+    for np in 1 2; do
+      run $np probe$np train.max_updates=1 || fail "probe -np $np"
+      per_epoch=$(grep -o '[0-9]* updates/epoch' probe$np.log | head -1 | cut -d' ' -f1)
+      total=$((per_epoch + 4))  # the runs cross an epoch boundary
+      run $np straight$np train.max_updates=$total || fail "straight -np $np"
+      for k in 3 $per_epoch $((per_epoch + 1)); do
+        d=stop${np}_$k
+        run $np $d train.max_updates=$k || fail "first part -np $np k $k"
+        run $np $d train.max_updates=$total --resume auto || fail "resume -np $np k $k"
+        grep -q "resumed from $d/last.pt at update $k" $d.log || fail "did not resume at $k"
+        same straight$np/last.pt $d/last.pt
+      done
+      echo "np $np: epoch boundary after $per_epoch updates tested"
+    done
+    ;;
+  kill)
+    run 1 straight || fail straight
+    run 1 k1 debug.kill_in_save=6
+    [ -e k1/.last.pt.tmp-* ] 2> /dev/null || ls -a k1 | grep -q '\.tmp-' || fail "no temporary file left by the kill"
+    run 1 k1 --resume auto || fail "resume after kill in save"
+    grep -q "resumed from k1/update_6.pt at update 6\|resumed from k1/last.pt at update 6\|resumed from k1/update_3.pt at update 3" k1.log || { cat k1.log; fail "resume point"; }
+    same straight/last.pt k1/last.pt
+    # A real SIGKILL of a running job (slow it down with more updates).
+    "$TRAIN" --config c.yaml train.save_dir=k2 train.max_updates=100000 > k2.log 2>&1 &
+    pid=$!
+    for _ in $(seq 1 200); do [ -e k2/update_12.pt ] && break; sleep 0.1; done
+    kill -9 $pid; wait $pid 2> /dev/null
+    "$TRAIN" --config c.yaml train.save_dir=k2 train.max_updates=14 --resume auto >> k2.log 2>&1 || fail "resume after SIGKILL"
+    grep "resumed from" k2.log
+    same straight/last.pt k2/last.pt
+    ;;
+  corrupt)
+    run 1 straight || fail straight
+    run 1 c train.max_updates=9 || fail first
+    printf '\x07' | dd of=c/last.pt bs=1 seek=3000 conv=notrunc 2> /dev/null
+    cp c/last.pt corrupt.pt; cp c/last.pt.sha256 corrupt.pt.sha256
+    run 1 c --resume auto || fail "resume auto with a corrupt last.pt"
+    grep -q "skipping c/last.pt: c/last.pt: checksum differs" c.log || { cat c.log; fail "corrupt newest not reported"; }
+    grep -q "resumed from c/update_9.pt at update 9" c.log || fail "no fallback to update_9.pt"
+    same straight/last.pt c/last.pt
+    if "$TRAIN" --config c.yaml train.save_dir=c --resume corrupt.pt > e.log 2>&1; then fail "explicit corrupt resume accepted"; fi
+    grep -q "checksum" e.log || fail "explicit corrupt resume: no checksum message"
+    ;;
+  signals)
+    run 2 straight2 train.update_freq=1 train.max_updates=40 || fail straight
+    # SIGUSR1 to mpirun, which forwards it to every rank.
+    "${MPIRUN[@]}" -np 2 "$TRAIN" --config c.yaml train.save_dir=s1 train.update_freq=1 train.max_updates=100000 > s1.log 2>&1 &
+    pid=$!
+    for _ in $(seq 1 300); do [ -e s1/update_6.pt ] && break; sleep 0.1; done
+    kill -USR1 $pid; wait $pid; rc=$?
+    [ $rc -eq 0 ] || { cat s1.log; fail "SIGUSR1: exit $rc"; }
+    grep -q "Resume with: train --config <config> --resume auto" s1.log || fail "no resume hint"
+    stopped=$(grep -o 'stopped by signal 10 after update [0-9]*' s1.log | head -1 | awk '{print $NF}')
+    [ -n "$stopped" ] && [ "$stopped" -lt 40 ] || { cat s1.log; fail "stop update '$stopped'"; }
+    grep -q "train\[rank 1\]: stopped by signal 10 after update $stopped" s1.log || fail "rank 1 did not stop at the same update"
+    run 2 s1 train.update_freq=1 train.max_updates=40 --resume auto || fail "resume after SIGUSR1"
+    same straight2/last.pt s1/last.pt
+    # SIGTERM to the ranks themselves, as SLURM sends it.
+    "${MPIRUN[@]}" -np 2 "$TRAIN" --config c.yaml train.save_dir=s2 train.update_freq=1 train.max_updates=100000 > s2.log 2>&1 &
+    pid=$!
+    for _ in $(seq 1 300); do [ -e s2/update_6.pt ] && break; sleep 0.1; done
+    pkill -TERM -P $pid -f trainer/train; wait $pid; rc=$?  # the ranks, not mpirun
+    [ $rc -eq 0 ] || { cat s2.log; fail "SIGTERM: exit $rc"; }
+    grep -q "stopped by signal 15" s2.log || fail "SIGTERM not reported"
+    run 2 s2 train.update_freq=1 train.max_updates=40 --resume auto || fail "resume after SIGTERM"
+    same straight2/last.pt s2/last.pt
+    ;;
+  guards)
+    if run 1 n1 debug.nan_update=5; then fail "NaN with nonfinite=stop did not stop"; fi
+    grep -q "update 5: the loss is nan" n1.log || { cat n1.log; fail "stop message"; }
+    run 1 n2 debug.nan_update=5 debug.nan_count=2 train.nonfinite=skip || { cat n2.log; fail "skip policy"; }
+    [ "$(grep -c 'update skipped' n2.log)" = 2 ] || fail "expected 2 skipped updates"
+    grep -q "2 updates skipped" n2.log || fail "summary lacks the skip count"
+    if run 1 n3 debug.nan_update=5 debug.nan_count=3 train.nonfinite=skip train.max_nonfinite_skips=3; then fail "3 in a row accepted"; fi
+    grep -q "3 non-finite updates in a row" n3.log || fail "skip limit message"
+    echo "ok: NaN policies (stop; skip 2; stop after 3 in a row)"
+    # Early stopping: with a zero learning rate the validation loss never improves after the
+    # first validation, so patience 2 stops at the third validation (update 3).
+    run 1 es schedule.type=constant schedule.lr=0 train.validate_interval_updates=1 train.patience=2 train.max_updates=50 || fail patience
+    grep -q "done: 3 updates" es.log || { grep -E "validation|done" es.log; fail "early stopping"; }
+    echo "ok: early stopping after 3 validations"
+    # World size: a different world_size x update_freq is refused; the same product resumes.
+    run 2 w train.update_freq=1 train.max_updates=6 || fail "w"
+    if run 1 w train.update_freq=1 --resume auto; then fail "changed world_size x update_freq accepted"; fi
+    grep -q "world_size x update_freq = 2, this run has 1" w.log || fail "world-size message"
+    run 1 w train.update_freq=2 train.max_updates=8 --resume auto || fail "same product refused"
+    grep -q "dropout reseeded" w.log || fail "reseed note"
+    echo "ok: world-size rule"
+    ;;
+  *) fail "unknown mode $mode" ;;
+esac
+echo "resume $mode: passed"
