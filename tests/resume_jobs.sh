@@ -117,6 +117,12 @@ case $mode in
     if run 1 n3 debug.nan_update=5 debug.nan_count=3 train.nonfinite=skip train.max_nonfinite_skips=3; then fail "3 in a row accepted"; fi
     grep -q "3 non-finite updates in a row" n3.log || fail "skip limit message"
     echo "ok: NaN policies (stop; skip 2; stop after 3 in a row)"
+    # Mixed precision on CPU: bf16 trains; fp16 with a forced overflow skips the update and
+    # halves the loss scale instead of stopping.
+    run 1 bf train.precision=bf16 train.max_updates=6 || { tail -5 bf.log; fail "bf16"; }
+    run 1 fp train.precision=fp16 train.max_updates=6 debug.nan_update=3 || { tail -5 fp.log; fail "fp16"; }
+    grep -q "update 3: fp16 gradient overflow, update skipped, loss scale now 32768" fp.log || { grep -i "update 3" fp.log; fail "fp16 loss scaling"; }
+    echo "ok: bf16 training; fp16 overflow skipped with the scale lowered"
     # Early stopping: with a zero learning rate the validation loss never improves after the
     # first validation, so patience 2 stops at the third validation (update 3).
     run 1 es schedule.type=constant schedule.lr=0 train.validate_interval_updates=1 train.patience=2 train.max_updates=50 || fail patience

@@ -6,6 +6,7 @@
 
 #include "trainer/adam.h"
 #include "trainer/loss.h"
+#include "trainer/loss_scaler.h"
 #include "trainer/lr_schedule.h"
 
 namespace nmt::trainer {
@@ -104,6 +105,25 @@ TEST(Adam, StateRoundTripsAndRejectsMismatch) {
   EXPECT_THROW(c.load_state_dict(a.state_dict()), std::runtime_error);
   Adam d({{"other", p}}, OptimConfig{});
   EXPECT_THROW(d.load_state_dict(a.state_dict()), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace nmt::trainer
+
+namespace nmt::trainer {
+namespace {
+
+TEST(LossScaler, OverflowSkipsAndHalvesCleanStepsGrow) {
+  LossScaler s(/*init_scale=*/1024, /*growth_interval=*/3);
+  EXPECT_FALSE(s.update(false));
+  EXPECT_TRUE(s.update(true));  // overflow: skip the update ...
+  EXPECT_EQ(s.scale(), 512);    // ... and halve the scale
+  EXPECT_FALSE(s.update(false));
+  EXPECT_FALSE(s.update(false));
+  EXPECT_EQ(s.scale(), 512);
+  EXPECT_FALSE(s.update(false));  // third clean step in a row
+  EXPECT_EQ(s.scale(), 1024);
+  EXPECT_EQ(s.skipped(), 1);
 }
 
 }  // namespace

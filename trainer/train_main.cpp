@@ -14,6 +14,11 @@ int main(int argc, char** argv) {
     nmt::trainer::add_config_options(app, args);
     std::string resume;
     app.add_option("--resume", resume, "checkpoint to continue from, or 'auto' for the newest valid one in train.save_dir");
+    int64_t benchmark = 0, warmup = 5;
+    std::string bench_out;
+    app.add_option("--benchmark", benchmark, "time N updates after --warmup and print one JSON line (no checkpoints)");
+    app.add_option("--warmup", warmup, "untimed updates before --benchmark");
+    app.add_option("--bench-out", bench_out, "with --benchmark: write init.pt and plan.json here for the PyTorch reference");
     if (int rc = nmt::trainer::parse_cli(app, argc, argv); rc >= 0) return rc;
     nmt::trainer::Config cfg;
     if (!nmt::trainer::resolve_config(args, nmt::trainer::Needs::kShards, &cfg)) return 0;
@@ -23,6 +28,11 @@ int main(int argc, char** argv) {
         return nmt::eval::validation_bleu(cfg, std::move(m), comm);
       };
     nmt::trainer::Trainer trainer(cfg, group, bleu);
+    if (benchmark > 0) {
+      const auto figures = trainer.benchmark(warmup, benchmark, bench_out);
+      if (group.is_main()) std::printf("%s\n", figures.dump().c_str());
+      return 0;
+    }
     trainer.run(resume);
     return 0;
   });

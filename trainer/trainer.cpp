@@ -7,10 +7,13 @@
 #include <cstring>
 #include <limits>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 
 #include "data/progress.h"
 #include "trainer/config_loader.h"
+#include "trainer/autocast.h"
+#include "trainer/flops.h"
 #include "trainer/loss.h"
 #include "trainer/model_setup.h"
 #include "trainer/stop_signal.h"
@@ -48,8 +51,7 @@ std::vector<std::pair<int64_t, fs::path>> periodic_checkpoints(const fs::path& d
 
 Trainer::Trainer(const Config& cfg, const dist::ProcessGroup& group, BleuValidator bleu)
     : cfg_(cfg), group_(group), device_(choose_device(cfg.train, group.local_rank())),
-      schedule_(cfg.schedule, cfg.model.d_model), log_(cfg.train.save_dir, group.is_main()),
-      start_(std::chrono::steady_clock::now()), bleu_(std::move(bleu)) {
+      schedule_(cfg.schedule, cfg.model.d_model), log_(cfg.train.save_dir, group.is_main()), bleu_(std::move(bleu)) {
   torch::set_num_threads(static_cast<int>(cfg_.train.threads));
   comm_ = dist::make_communicator(cfg_.dist, group_, device_);
   train_ = std::make_unique<data::ShardedCorpus>(cfg_.data.shard_dir, cfg_.data.train_split);
@@ -75,43 +77,98 @@ Trainer::Trainer(const Config& cfg, const dist::ProcessGroup& group, BleuValidat
 
 Trainer::~Trainer() = default;
 
+Trainer::StepTimes& Trainer::StepTimes::operator+=(const StepTimes& o) {
+  data += o.data;
+  forward += o.forward;
+  backward += o.backward;
+  reduce += o.reduce;
+  optimizer += o.optimizer;
+  return *this;
+}
+
 Trainer::StepResult Trainer::train_step(const std::vector<data::MicroBatch>& mine) {
+  StepResult r;
+  auto mark = std::chrono::steady_clock::now();
+  auto lap = [&mark](double& into) {  // adds the time since the last lap to `into`
+    const auto now = std::chrono::steady_clock::now();
+    into += std::chrono::duration<double>(now - mark).count();
+    mark = now;
+  };
   std::vector<data::Batch> batches;
   int64_t local_tokens = 0;
   for (const auto& mb : mine) {
     batches.push_back(data::make_batch(*train_, mb, special_));
-    local_tokens += batches.back().tgt_tokens;
+    const data::Batch& b = batches.back();
+    local_tokens += b.tgt_tokens;
+    if (b.empty()) continue;
+    r.local_src_tokens += b.src_tokens;
+    r.local_tgt_tokens += b.tgt_tokens;
+    r.local_padded += b.src.numel() + b.tgt_out.numel();
+    r.local_flops += training_flops(model_->config(), {b.src.size(0), b.src.size(1), b.tgt_out.size(1), b.src_tokens,
+                                                       b.tgt_tokens});
   }
+  lap(r.times.data);
   // The update's gradient is the sum over all micro-batches of all ranks divided by their
   // total target tokens, known before the first backward (DESIGN.md, loss normalization).
   const int64_t total_tokens = static_cast<int64_t>(comm_->all_reduce_sum(static_cast<double>(local_tokens)));
-  StepResult r;
   r.tokens = total_tokens;
+  const bool fp16 = cfg_.train.precision == "fp16";
+  const double loss_scale = fp16 ? scaler_.scale() : 1.0;
   torch::Tensor loss_sum = torch::zeros({}, torch::kFloat64), nll_sum = torch::zeros({}, torch::kFloat64);
+  lap(r.times.reduce);
   for (size_t k = 0; k < batches.size(); ++k) {
     const bool last = k + 1 == batches.size();
     if (last) reducer_->arm();  // all-reduce only after the final micro-batch's backward
     const data::Batch& b = batches[k];
     if (b.empty()) continue;
-    torch::Tensor hidden = model_->forward_hidden(b.src.to(device_), b.tgt_in.to(device_));
-    LossSums l = label_smoothed_loss(hidden, b.tgt_out.to(device_), special_.pad, cfg_.optim.label_smoothing,
-                                     [&](const torch::Tensor& h) { return model_->project(h); });
+    LossSums l;
+    {
+      AutocastScope autocast(device_, cfg_.train.precision);
+      torch::Tensor hidden = model_->forward_hidden(b.src.to(device_), b.tgt_in.to(device_));
+      l = label_smoothed_loss(hidden, b.tgt_out.to(device_), special_.pad, cfg_.optim.label_smoothing,
+                              [&](const torch::Tensor& h) { return model_->project(h); });
+    }
     if (cfg_.debug.nan_update > 0 && update_ + 1 >= cfg_.debug.nan_update &&
         update_ + 1 < cfg_.debug.nan_update + cfg_.debug.nan_count)
       l.loss = l.loss * std::numeric_limits<double>::quiet_NaN();  // fault injection (debug.nan_update)
-    (l.loss / static_cast<double>(total_tokens)).backward();
+    lap(r.times.forward);
+    (l.loss * (loss_scale / static_cast<double>(total_tokens))).backward();
     loss_sum += l.loss.detach().to(torch::kCPU, torch::kFloat64);
     nll_sum += l.nll.to(torch::kCPU, torch::kFloat64);
+    lap(r.times.backward);
   }
   reducer_->finish();
+  // One all-reduce for both sums.
+  auto sums = torch::stack({loss_sum, nll_sum});
+  if (group_.world_size() > 1) {
+    sums = sums.to(comm_->device());
+    comm_->all_reduce_sum(sums)->wait();
+    sums = sums.cpu();
+  }
+  r.loss = sums[0].item<double>();
+  r.nll = sums[1].item<double>();
+  lap(r.times.reduce);
 
-  r.loss = comm_->all_reduce_sum(loss_sum.item<double>());
-  r.nll = comm_->all_reduce_sum(nll_sum.item<double>());
   std::vector<torch::Tensor> grads;
   for (auto& p : model_->parameters()) grads.push_back(p.grad());
   // Every rank holds the same reduced gradients and loss, so all reach the same verdict.
-  const double norm = torch::linalg_vector_norm(torch::stack(torch::_foreach_norm(grads)), 2).item<double>();
-  if (!std::isfinite(r.loss) || !std::isfinite(norm)) {
+  double norm = torch::linalg_vector_norm(torch::stack(torch::_foreach_norm(grads)), 2).item<double>();
+  const bool finite = std::isfinite(r.loss) && std::isfinite(norm);
+  if (fp16) {
+    // fp16 overflow is expected now and then: skip, lower the scale, go on.
+    if (scaler_.update(!finite)) {
+      log_.info(fmt::format("update {}: fp16 gradient overflow, update skipped, loss scale now {}", update_ + 1,
+                            scaler_.scale()));
+      r.skipped = true;
+      optim_->zero_grad();
+      ++update_;
+      lap(r.times.optimizer);
+      return r;
+    }
+    torch::NoGradGuard no_grad;
+    torch::_foreach_mul_(grads, 1.0 / loss_scale);
+    norm /= loss_scale;
+  } else if (!finite) {
     const std::string what = !std::isfinite(r.loss)
                                  ? fmt::format("the loss is {}", r.loss)
                                  : fmt::format("non-finite gradient in parameter '{}'", nonfinite_parameter());
@@ -129,7 +186,98 @@ Trainer::StepResult Trainer::train_step(const std::vector<data::MicroBatch>& min
   optim_->step(r.lr);
   optim_->zero_grad();
   ++update_;
+  lap(r.times.optimizer);
   return r;
+}
+
+namespace {
+// fp32 matrix-multiply FLOP/s of this process with its intra-op threads: the peak MFU is
+// measured against, on the same LibTorch build and threads as training.
+double matmul_peak_flops(const torch::Device& device) {
+  const int64_t n = 2048;
+  auto a = torch::randn({n, n}, torch::TensorOptions().device(device)), b = torch::randn_like(a);
+  for (int i = 0; i < 3; ++i) torch::mm(a, b);
+  int reps = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  double secs = 0;
+  while (secs < 1.0) {
+    torch::mm(a, b);
+    ++reps;
+    if (device.is_cuda()) torch::cuda::synchronize();
+    secs = seconds_since(t0);
+  }
+  return 2.0 * n * n * n * reps / secs;
+}
+
+double peak_rss_bytes() {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (!f) return 0;
+  char line[256];
+  double kb = 0;
+  while (std::fgets(line, sizeof(line), f))
+    if (std::sscanf(line, "VmHWM: %lf kB", &kb) == 1) break;
+  std::fclose(f);
+  return kb * 1024;
+}
+}  // namespace
+
+nlohmann::json Trainer::benchmark(int64_t warmup, int64_t updates, const std::string& out_dir) {
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& p : model_->parameters()) comm_->broadcast(p, 0);
+  }
+  if (!out_dir.empty() && group_.is_main()) {
+    // What bench/pytorch_reference.py needs to run the same computation: the initial
+    // weights and the micro-batches (example indices) of every update, in order.
+    fs::create_directories(out_dir);
+    Checkpoint init = make_checkpoint();
+    save_checkpoint(init, (fs::path(out_dir) / "init.pt").string());
+    data::BatchPlanner copy = *planner_;
+    nlohmann::json plan = nlohmann::json::array();
+    for (int64_t i = 0; i < warmup + updates; ++i) plan.push_back(copy.next(0));
+    std::ofstream((fs::path(out_dir) / "plan.json").string()) << plan.dump() << "\n";
+  } else if (!out_dir.empty()) {
+    make_checkpoint();  // collective
+  }
+  for (int64_t i = 0; i < warmup; ++i) train_step(planner_->next(group_.rank()));
+  StepTimes times;
+  double src_tokens = 0, tgt_tokens = 0, padded = 0, flops = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < updates; ++i) {
+    const StepResult r = train_step(planner_->next(group_.rank()));
+    times += r.times;
+    src_tokens += static_cast<double>(r.local_src_tokens);
+    tgt_tokens += static_cast<double>(r.local_tgt_tokens);
+    padded += static_cast<double>(r.local_padded);
+    flops += r.local_flops;
+  }
+  if (device_.is_cuda()) torch::cuda::synchronize();
+  const double secs = seconds_since(t0);
+  // Sums over ranks; the slowest rank's clock sets the pace.
+  src_tokens = comm_->all_reduce_sum(src_tokens);
+  const double all_tgt = comm_->all_reduce_sum(tgt_tokens);
+  padded = comm_->all_reduce_sum(padded);
+  flops = comm_->all_reduce_sum(flops);
+  const double wall = comm_->all_reduce_max(secs);
+  const double peak = comm_->all_reduce_sum(matmul_peak_flops(device_));  // every rank's peak, measured apart
+  auto share = [&](double t) { return t / times.total(); };
+  return {{"ranks", group_.world_size()},
+          {"threads", cfg_.train.threads},
+          {"updates", updates},
+          {"tgt_tokens_per_s", all_tgt / wall},
+          {"src_tgt_tokens_per_s", (src_tokens + all_tgt) / wall},
+          {"updates_per_s", static_cast<double>(updates) / wall},
+          {"seconds", wall},
+          {"breakdown", {{"data", share(times.data)}, {"forward", share(times.forward)},
+                         {"backward", share(times.backward)}, {"reduce_wait", share(times.reduce)},
+                         {"optimizer", share(times.optimizer)}}},
+          {"padding_fraction", 1.0 - (src_tokens + all_tgt) / padded},
+          {"peak_rss_bytes", comm_->all_reduce_max(peak_rss_bytes())},
+          {"model_flops_per_update", flops / static_cast<double>(updates)},
+          {"achieved_flops_per_s", flops / wall},
+          {"matmul_peak_flops_per_s", peak},
+          {"mfu", flops / wall / peak},
+          {"parameters", model::parameter_count(*model_)}};
 }
 
 std::string Trainer::nonfinite_parameter() const {

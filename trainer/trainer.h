@@ -20,6 +20,7 @@
 #include "trainer/adam.h"
 #include "trainer/checkpoint.h"
 #include "trainer/config.h"
+#include "trainer/loss_scaler.h"
 #include "trainer/lr_schedule.h"
 #include "trainer/train_log.h"
 
@@ -44,15 +45,29 @@ class Trainer {
   // `resume`: "" (fresh), a checkpoint path, or "auto" (newest valid one in save_dir).
   void run(const std::string& resume);
 
+  // `train --benchmark N`: `warmup` untimed updates, then N timed ones; returns the
+  // figures as one JSON object (bench/README.md). Writes no checkpoints.
+  // With `out_dir`, also writes init.pt and plan.json there (bench/pytorch_reference.py).
+  nlohmann::json benchmark(int64_t warmup, int64_t updates, const std::string& out_dir = "");
+
   model::Transformer& model() { return model_; }
   int64_t update() const { return update_; }
 
  private:
+  // Seconds spent in each phase of one update, on this rank.
+  struct StepTimes {
+    double data = 0, forward = 0, backward = 0, reduce = 0, optimizer = 0;
+    StepTimes& operator+=(const StepTimes& o);
+    double total() const { return data + forward + backward + reduce + optimizer; }
+  };
   struct StepResult {
     double loss = 0, nll = 0;  // sums over the update's target tokens, all ranks
     int64_t tokens = 0;        // target tokens, all ranks
     double lr = 0;
-    bool skipped = false;      // non-finite loss or gradient under train.nonfinite=skip
+    bool skipped = false;      // non-finite loss or gradient (skip policy or fp16 overflow)
+    StepTimes times;
+    int64_t local_src_tokens = 0, local_tgt_tokens = 0, local_padded = 0;  // this rank's batches
+    double local_flops = 0;    // model FLOPs of this rank's batches (trainer/flops.h)
   };
   struct Validation {
     double loss = 0, nll = 0;  // per target token
@@ -91,8 +106,8 @@ class Trainer {
   double best_bleu_ = -1;
   int64_t consecutive_skips_ = 0, skipped_total_ = 0;
   BleuValidator bleu_;
+  LossScaler scaler_;
   nlohmann::json history_ = nlohmann::json::array();
-  std::chrono::steady_clock::time_point start_;
 };
 
 }  // namespace nmt::trainer

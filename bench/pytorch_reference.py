@@ -1,0 +1,199 @@
+"""The benchmark model written the way a strong PyTorch user writes it today, for a fair
+comparison with our trainer (bench/compare runs both alternately):
+
+  * the Python torch of the same wheel as our LibTorch, the same intra-op threads;
+  * post-norm encoder-decoder layers on F.scaled_dot_product_attention, nn.Linear,
+    nn.LayerNorm, tied embeddings scaled by sqrt(d_model), sinusoidal positions;
+  * F.cross_entropy(label_smoothing=..., ignore_index=pad), Adam(fused=True), the same
+    inverse_sqrt schedule;
+  * the very same micro-batches, read from our HDF5 shards with h5py (plan.json written
+    by `train --benchmark N --bench-out DIR`), and the same initial weights (init.pt).
+
+Prints one JSON line: tgt_tokens_per_s, updates_per_s, and the per-update losses.
+"""
+import argparse
+import json
+import math
+import os
+import time
+
+import h5py
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Shards:
+    def __init__(self, shard_dir, split="train"):
+        m = json.load(open(os.path.join(shard_dir, "manifest.json")))
+        self.special = m["special_ids"]
+        self.vocab = m["vocab_size"]
+        self.src, self.tgt = [], []
+        for entry in m["splits"][split]["shards"]:
+            with h5py.File(os.path.join(shard_dir, entry["file"]), "r") as f:
+                for side, out in (("src", self.src), ("tgt", self.tgt)):
+                    tok, off = f[side + "/tokens"][:], f[side + "/offsets"][:]
+                    out.extend(tok[off[i]:off[i + 1]] for i in range(len(off) - 1))
+
+    def batch(self, ids):
+        pad, bos, eos = self.special["pad"], self.special["bos"], self.special["eos"]
+        n, s_len, t_len = len(ids), max(len(self.src[i]) for i in ids) + 1, max(len(self.tgt[i]) for i in ids) + 1
+        src = np.full((n, s_len), pad, np.int64)
+        tin = np.full((n, t_len), pad, np.int64)
+        tout = np.full((n, t_len), pad, np.int64)
+        for r, i in enumerate(ids):
+            s, t = self.src[i], self.tgt[i]
+            src[r, :len(s)], src[r, len(s)] = s, eos
+            tin[r, 0], tin[r, 1:len(t) + 1] = bos, t
+            tout[r, :len(t)], tout[r, len(t)] = t, eos
+        return torch.from_numpy(src), torch.from_numpy(tin), torch.from_numpy(tout)
+
+
+def sinusoids(n, d):
+    pos = torch.arange(n, dtype=torch.float64)[:, None]
+    angle = pos / torch.pow(10000.0, torch.arange(0, d, 2, dtype=torch.float64) / d)
+    return torch.stack([angle.sin(), angle.cos()], 2).view(n, d).float()
+
+
+class SelfAttention(nn.Module):
+    def __init__(self, d, h, p):
+        super().__init__()
+        self.h, self.p = h, p
+        self.in_proj = nn.Linear(d, 3 * d)
+        self.out_proj = nn.Linear(d, d)
+
+    def forward(self, x, mask):
+        b, t, d = x.shape
+        q, k, v = self.in_proj(x).view(b, t, 3, self.h, d // self.h).permute(2, 0, 3, 1, 4)
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=self.p if self.training else 0.0)
+        return self.out_proj(y.transpose(1, 2).reshape(b, t, d))
+
+
+class CrossAttention(nn.Module):
+    def __init__(self, d, h, p):
+        super().__init__()
+        self.h, self.p = h, p
+        self.q_proj = nn.Linear(d, d)
+        self.kv_proj = nn.Linear(d, 2 * d)
+        self.out_proj = nn.Linear(d, d)
+
+    def forward(self, x, memory, mask):
+        b, t, d = x.shape
+        q = self.q_proj(x).view(b, t, self.h, d // self.h).transpose(1, 2)
+        k, v = self.kv_proj(memory).view(b, memory.shape[1], 2, self.h, d // self.h).permute(2, 0, 3, 1, 4)
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=self.p if self.training else 0.0)
+        return self.out_proj(y.transpose(1, 2).reshape(b, t, d))
+
+
+class FFN(nn.Module):
+    def __init__(self, d, f):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(d, f), nn.Linear(f, d)
+
+    def forward(self, x):
+        return self.fc2(F.relu(self.fc1(x)))
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, d, h, f, p):
+        super().__init__()
+        self.self_attn, self.ffn = SelfAttention(d, h, 0.0), FFN(d, f)
+        self.norm1, self.norm2, self.drop = nn.LayerNorm(d), nn.LayerNorm(d), nn.Dropout(p)
+
+    def forward(self, x, mask):
+        x = self.norm1(x + self.drop(self.self_attn(x, mask)))
+        return self.norm2(x + self.drop(self.ffn(x)))
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, d, h, f, p):
+        super().__init__()
+        self.self_attn, self.cross_attn, self.ffn = SelfAttention(d, h, 0.0), CrossAttention(d, h, 0.0), FFN(d, f)
+        self.norm1, self.norm2, self.norm3, self.drop = nn.LayerNorm(d), nn.LayerNorm(d), nn.LayerNorm(d), nn.Dropout(p)
+
+    def forward(self, x, memory, self_mask, mem_mask):
+        x = self.norm1(x + self.drop(self.self_attn(x, self_mask)))
+        x = self.norm2(x + self.drop(self.cross_attn(x, memory, mem_mask)))
+        return self.norm3(x + self.drop(self.ffn(x)))
+
+
+class Transformer(nn.Module):
+    def __init__(self, vocab, d, h, f, enc, dec, p, pad):
+        super().__init__()
+        self.d, self.pad, self.drop = d, pad, nn.Dropout(p)
+        self.embed = nn.Embedding(vocab, d)
+        self.encoder_layers = nn.ModuleList(EncoderLayer(d, h, f, p) for _ in range(enc))
+        self.decoder_layers = nn.ModuleList(DecoderLayer(d, h, f, p) for _ in range(dec))
+        self.register_buffer("positions", sinusoids(1024, d), persistent=False)
+
+    def emb(self, t):
+        return self.drop(self.embed(t) * math.sqrt(self.d) + self.positions[: t.shape[1]])
+
+    def forward(self, src, tgt):
+        src_mask = (src != self.pad)[:, None, None, :]
+        t = tgt.shape[1]
+        self_mask = torch.ones(t, t, dtype=torch.bool).tril()[None, None] & (tgt != self.pad)[:, None, None, :]
+        x = self.emb(src)
+        for layer in self.encoder_layers:
+            x = layer(x, src_mask)
+        y = self.emb(tgt)
+        for layer in self.decoder_layers:
+            y = layer(y, x, self_mask, src_mask)
+        return y @ self.embed.weight.t()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--shard-dir", required=True)
+    ap.add_argument("--bench-out", required=True, help="directory with init.pt and plan.json from train --benchmark")
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--updates", type=int, default=30)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--d-model", type=int, default=256)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--ffn", type=int, default=1024)
+    ap.add_argument("--layers", type=int, default=3)
+    ap.add_argument("--dropout", type=float, default=0.1)
+    ap.add_argument("--label-smoothing", type=float, default=0.1)
+    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--warmup-updates", type=int, default=800)
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(1)
+    data = Shards(a.shard_dir)
+    pad = data.special["pad"]
+    model = Transformer(data.vocab, a.d_model, a.heads, a.ffn, a.layers, a.layers, a.dropout, pad)
+    init = torch.load(os.path.join(a.bench_out, "init.pt"), weights_only=True)["model"]
+    model.load_state_dict(init, strict=True)
+    model.train()
+    opt = torch.optim.Adam(model.parameters(), lr=a.lr, betas=(0.9, 0.98), eps=1e-9, fused=True)
+    plan = json.load(open(os.path.join(a.bench_out, "plan.json")))
+    assert len(plan) >= a.warmup + a.updates, "plan.json has fewer updates than asked for"
+    losses, tgt_tokens, start = [], 0, None
+    for u, micro in enumerate(plan[: a.warmup + a.updates]):
+        if u == a.warmup:
+            start, tgt_tokens = time.perf_counter(), 0
+        lr = a.lr * min((u + 1) / a.warmup_updates, math.sqrt(a.warmup_updates / (u + 1)))
+        for g in opt.param_groups:
+            g["lr"] = lr
+        batches = [data.batch(ids) for ids in micro if ids]
+        total = sum(int((tout != pad).sum()) for _, _, tout in batches)
+        loss_sum = 0.0
+        for src, tin, tout in batches:
+            logits = model(src, tin)
+            loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), tout.view(-1), ignore_index=pad,
+                                   label_smoothing=a.label_smoothing, reduction="sum")
+            (loss / total).backward()
+            loss_sum += float(loss)
+        opt.step()
+        opt.zero_grad(set_to_none=False)
+        losses.append(loss_sum / total)
+        tgt_tokens += total
+    secs = time.perf_counter() - start
+    print(json.dumps({"tgt_tokens_per_s": tgt_tokens / secs, "updates_per_s": a.updates / secs, "seconds": secs,
+                      "threads": a.threads, "losses": losses}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,38 @@
+#pragma once
+// Mixed precision for a scope (train.precision): LibTorch's autocast, the C++ face of
+// torch.autocast. fp32 = no-op.
+#include <ATen/autocast_mode.h>
+#include <torch/torch.h>
+
+#include <optional>
+#include <string>
+
+namespace nmt::trainer {
+
+class AutocastScope {
+ public:
+  AutocastScope(const torch::Device& device, const std::string& precision) : type_(device.type()) {
+    if (precision == "fp32") return;
+    on_ = true;
+    prev_enabled_ = at::autocast::is_autocast_enabled(type_);
+    prev_dtype_ = at::autocast::get_autocast_dtype(type_);
+    at::autocast::set_autocast_dtype(type_, precision == "bf16" ? at::kBFloat16 : at::kHalf);
+    at::autocast::set_autocast_enabled(type_, true);
+    at::autocast::increment_nesting();
+  }
+  ~AutocastScope() {
+    if (!on_) return;
+    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();  // casts of weights are per step
+    at::autocast::set_autocast_enabled(type_, prev_enabled_);
+    at::autocast::set_autocast_dtype(type_, prev_dtype_);
+  }
+  AutocastScope(const AutocastScope&) = delete;
+  AutocastScope& operator=(const AutocastScope&) = delete;
+
+ private:
+  c10::DeviceType type_;
+  bool on_ = false, prev_enabled_ = false;
+  at::ScalarType prev_dtype_ = at::kFloat;
+};
+
+}  // namespace nmt::trainer
