@@ -185,7 +185,7 @@ def main():
             loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), tout.view(-1), ignore_index=pad,
                                    label_smoothing=a.label_smoothing, reduction="sum")
             (loss / total).backward()
-            loss_sum += float(loss)
+            loss_sum += float(loss.detach())
         opt.step()
         opt.zero_grad(set_to_none=False)
         losses.append(loss_sum / total)

@@ -3,6 +3,7 @@
 #include <mpi.h>
 
 #include "dist/dist_error.h"
+#include "dist/mpi_gather.h"
 
 namespace nmt::dist {
 namespace {
@@ -70,19 +71,7 @@ class MpiCommunicator : public Communicator {
   }
   void barrier() override { MPI_Barrier(comm_); }
   std::vector<std::string> all_gather_bytes(const std::string& mine) override {
-    int n = static_cast<int>(mine.size());
-    std::vector<int> sizes(world_), displs(world_);
-    MPI_Allgather(&n, 1, MPI_INT, sizes.data(), 1, MPI_INT, comm_);
-    int total = 0;
-    for (int r = 0; r < world_; ++r) {
-      displs[r] = total;
-      total += sizes[r];
-    }
-    std::string all(total, '\0');
-    MPI_Allgatherv(mine.data(), n, MPI_CHAR, all.data(), sizes.data(), displs.data(), MPI_CHAR, comm_);
-    std::vector<std::string> out;
-    for (int r = 0; r < world_; ++r) out.push_back(all.substr(displs[r], sizes[r]));
-    return out;
+    return gather_bytes(mine, world_, comm_);
   }
 
  private:

@@ -13,6 +13,7 @@
 #include <nccl.h>
 
 #include "dist/dist_error.h"
+#include "dist/mpi_gather.h"
 
 namespace nmt::dist {
 namespace {
@@ -94,20 +95,7 @@ class NcclCommunicator : public Communicator {
     c10::cuda::getCurrentCUDAStream(device_.index()).synchronize();
   }
   std::vector<std::string> all_gather_bytes(const std::string& mine) override {
-    // Small host-side objects go through MPI, which bootstrapped us anyway.
-    int n = static_cast<int>(mine.size());
-    std::vector<int> sizes(world_), displs(world_);
-    MPI_Allgather(&n, 1, MPI_INT, sizes.data(), 1, MPI_INT, MPI_COMM_WORLD);
-    int total = 0;
-    for (int r = 0; r < world_; ++r) {
-      displs[r] = total;
-      total += sizes[r];
-    }
-    std::string all(total, '\0');
-    MPI_Allgatherv(mine.data(), n, MPI_CHAR, all.data(), sizes.data(), displs.data(), MPI_CHAR, MPI_COMM_WORLD);
-    std::vector<std::string> out;
-    for (int r = 0; r < world_; ++r) out.push_back(all.substr(displs[r], sizes[r]));
-    return out;
+    return gather_bytes(mine, world_, MPI_COMM_WORLD);  // small host objects: MPI bootstrapped us anyway
   }
 
  private:
