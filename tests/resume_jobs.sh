@@ -135,6 +135,19 @@ case $mode in
     run 1 w train.update_freq=2 train.max_updates=8 --resume auto || fail "same product refused"
     grep -q "dropout reseeded" w.log || fail "reseed note"
     echo "ok: world-size rule"
+    # Fine-tuning: weights from a checkpoint, fresh optimizer, schedule and data order.
+    run 1 base train.max_updates=6 || fail base
+    run 1 ft train.finetune_from=base/last.pt train.max_updates=3 || { tail -5 ft.log; fail finetune; }
+    grep -q "fine-tuning from base/last.pt (update 6); reset optimizer true, schedule true, planner true" ft.log || fail "finetune log"
+    "$python" -c "
+import torch
+c = torch.load('ft/last.pt', weights_only=True)
+assert c['update'] == 3 and float(next(iter(c['optimizer'].values()))['step']) == 3.0, (c['update'],)
+print('ok: fine-tuned 3 updates from base/last.pt with a fresh optimizer and schedule')" || fail "finetune state"
+    # Validation BLEU (distributed over 2 ranks) with best_bleu.pt; parameter agreement check.
+    run 2 vb train.update_freq=1 train.max_updates=8 train.validate_bleu=true dist.check_params_interval=2 || { tail -5 vb.log; fail "validate_bleu"; }
+    grep -q "| bleu [0-9.]*" vb.log && [ -e vb/best_bleu.pt ] || { grep validation vb.log; fail "no validation BLEU"; }
+    echo "ok: validation BLEU on 2 ranks, best_bleu.pt, parameters agree"
     ;;
   *) fail "unknown mode $mode" ;;
 esac

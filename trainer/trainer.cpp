@@ -11,6 +11,7 @@
 #include <regex>
 
 #include "data/progress.h"
+#include "data/sha256.h"
 #include "trainer/config_loader.h"
 #include "trainer/autocast.h"
 #include "trainer/flops.h"
@@ -454,6 +455,22 @@ void Trainer::validate_and_save(const char* label, double wall_s) {
   save(loss_improved, bleu_improved);
 }
 
+void Trainer::check_params_agree() {
+  if (group_.world_size() == 1) return;
+  // A bit-level digest of every parameter: ranks that drifted apart (a missed or
+  // mismatched collective) differ here long before the loss shows it.
+  std::string digest;
+  for (const auto& p : model_->named_parameters()) {
+    const torch::Tensor t = p.value().detach().cpu().contiguous();
+    digest += data::sha256_hex(std::string_view(static_cast<const char*>(t.data_ptr()), t.nbytes()));
+  }
+  const auto all = comm_->all_gather_bytes(data::sha256_hex(digest));
+  for (size_t r = 1; r < all.size(); ++r)
+    if (all[r] != all[0])
+      throw TrainingError(fmt::format("update {}: parameters of rank {} differ from rank 0's (dist.check_params_interval)",
+                                      update_, r));
+}
+
 bool Trainer::should_stop(int64_t epoch) const {
   if (cfg_.train.max_updates > 0 && update_ >= cfg_.train.max_updates) return true;
   if (cfg_.train.max_epochs > 0 && epoch > cfg_.train.max_epochs) return true;
@@ -551,6 +568,7 @@ void Trainer::run(const std::string& resume) {
       window_loss = window_nll = 0;
       window_tokens = window_updates = 0;
     }
+    if (cfg_.dist.check_params_interval > 0 && update_ % cfg_.dist.check_params_interval == 0) check_params_agree();
     if (update_ % cfg_.train.validate_interval_updates == 0) validate_and_save("validation", seconds_since(t0));
     else if (cfg_.train.save_interval_updates > 0 && update_ % cfg_.train.save_interval_updates == 0) save(false, false);
   }

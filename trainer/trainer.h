@@ -79,6 +79,8 @@ class Trainer {
   bool handle_nonfinite(const std::string& what);
   std::string nonfinite_parameter() const;
   void start_from(const std::string& finetune_path);
+  // dist.check_params_interval: throws if any rank's parameters differ from rank 0's.
+  void check_params_agree();
   // last.pt always; update_<N>.pt on the save interval (keeping keep_last); best.pt if `best`.
   void save(bool best, bool best_bleu);
   void validate_and_save(const char* label, double wall_s);
