@@ -53,7 +53,10 @@ T get(const c10::impl::GenericDict& d, const char* key, const std::string& path)
 
 }  // namespace
 
-void atomic_write(const std::string& path, const std::vector<char>& bytes, const std::function<void()>& before_rename) {
+namespace {
+
+// Writes `bytes` to a synced temporary file beside `path` and returns its name.
+fs::path write_synced_temp(const std::string& path, const std::vector<char>& bytes) {
   const fs::path target(path);
   const fs::path tmp = target.parent_path() / ("." + target.filename().string() + ".tmp-" + std::to_string(::getpid()));
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -67,12 +70,23 @@ void atomic_write(const std::string& path, const std::vector<char>& bytes, const
     throw;
   }
   ::close(fd);
-  if (before_rename) before_rename();
-  if (::rename(tmp.c_str(), target.c_str()) != 0) {
+  return tmp;
+}
+
+void publish(const fs::path& tmp, const std::string& path) {
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
     ::unlink(tmp.c_str());
     throw CheckpointError(path + ": rename failed: " + std::strerror(errno));
   }
-  fsync_dir(target.parent_path());
+}
+
+}  // namespace
+
+void atomic_write(const std::string& path, const std::vector<char>& bytes, const std::function<void()>& before_rename) {
+  const fs::path tmp = write_synced_temp(path, bytes);
+  if (before_rename) before_rename();
+  publish(tmp, path);
+  fsync_dir(fs::path(path).parent_path());
 }
 
 void save_checkpoint(const Checkpoint& c, const std::string& path, const std::function<void()>& before_rename) {
@@ -101,15 +115,22 @@ void save_checkpoint(const Checkpoint& c, const std::string& path, const std::fu
   d.insert("rng", rng);
   d.insert("best_valid_loss", c.best_valid_loss);
   d.insert("best_bleu", c.best_bleu);
+  d.insert("loss_scale", c.loss_scale);
+  d.insert("loss_scale_good_steps", c.loss_scale_good_steps);
   d.insert("bad_validations", c.bad_validations);
   d.insert("metrics", c.metrics_json);
   const std::vector<char> bytes = pickle_save_untagged(c10::IValue(d));
-  // The sidecar first: a crash between the two renames leaves a checkpoint whose old
-  // sidecar mismatches, which load reports, never a silently unverified one.
+  // Both files complete and synced before either replaces the old pair; the two renames
+  // then follow back to back. A crash between them (microseconds) leaves a pair whose
+  // checksum mismatches, which load reports, never a silently unverified checkpoint.
   const std::string digest = data::sha256_hex(std::string_view(bytes.data(), bytes.size()));
   const std::string sidecar = digest + "  " + fs::path(path).filename().string() + "\n";
-  atomic_write(path + ".sha256", std::vector<char>(sidecar.begin(), sidecar.end()));
-  atomic_write(path, bytes, before_rename);
+  const fs::path tmp_data = write_synced_temp(path, bytes);
+  const fs::path tmp_sum = write_synced_temp(path + ".sha256", std::vector<char>(sidecar.begin(), sidecar.end()));
+  if (before_rename) before_rename();
+  publish(tmp_data, path);
+  publish(tmp_sum, path + ".sha256");
+  fsync_dir(fs::path(path).parent_path());
 }
 
 Checkpoint load_checkpoint(const std::string& path) {
@@ -164,6 +185,9 @@ Checkpoint load_checkpoint(const std::string& path) {
   }
   c.best_valid_loss = get<double>(d, "best_valid_loss", path);
   c.best_bleu = get<double>(d, "best_bleu", path);
+  // Added after format 1 was first written: optional, fp32 runs never need them.
+  if (d.contains("loss_scale")) c.loss_scale = get<double>(d, "loss_scale", path);
+  if (d.contains("loss_scale_good_steps")) c.loss_scale_good_steps = get<int64_t>(d, "loss_scale_good_steps", path);
   c.bad_validations = get<int64_t>(d, "bad_validations", path);
   c.metrics_json = get<std::string>(d, "metrics", path);
   return c;

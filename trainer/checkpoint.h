@@ -6,7 +6,8 @@
 //   update, epoch, format_version (int), config (resolved YAML), vocab_sha256 (str),
 //   planner    {epoch, cursor, slots_per_update}
 //   rng        {cpu: [uint8 tensor per rank], cuda: [uint8 tensor per rank] (empty on CPU)}
-//   best_valid_loss, best_bleu (float), bad_validations (int), metrics (JSON string of history)
+//   best_valid_loss, best_bleu, loss_scale (float), bad_validations, loss_scale_good_steps (int),
+//   metrics (JSON string of history)
 // Written atomically (temporary file, fsync, rename, fsync of the directory) with a
 // SHA-256 sidecar `<file>.sha256` that load verifies.
 #include <torch/torch.h>
@@ -37,6 +38,8 @@ struct Checkpoint {
   std::vector<torch::Tensor> cuda_rng;   // uint8 state of each rank's CUDA generator (empty on CPU)
   double best_valid_loss = 1e30;
   double best_bleu = -1;
+  double loss_scale = 65536.0;         // fp16 dynamic loss scale
+  int64_t loss_scale_good_steps = 0;
   int64_t bad_validations = 0;
   std::string metrics_json = "[]";
 };

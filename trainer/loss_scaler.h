@@ -27,6 +27,11 @@ class LossScaler {
     return false;
   }
   int64_t skipped() const { return skipped_; }
+  int64_t good_steps() const { return good_steps_; }
+  void restore(double scale, int64_t good_steps) {  // from a checkpoint
+    scale_ = scale;
+    good_steps_ = good_steps;
+  }
 
  private:
   double scale_;

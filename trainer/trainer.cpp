@@ -11,6 +11,8 @@
 #include <regex>
 
 #include "data/progress.h"
+#include "data/text_file.h"
+#include "trainer/config_error.h"
 #include "data/sha256.h"
 #include "trainer/config_loader.h"
 #include "trainer/autocast.h"
@@ -58,6 +60,21 @@ Trainer::Trainer(const Config& cfg, const dist::ProcessGroup& group, BleuValidat
   train_ = std::make_unique<data::ShardedCorpus>(cfg_.data.shard_dir, cfg_.data.train_split);
   valid_ = std::make_unique<data::ShardedCorpus>(cfg_.data.shard_dir, cfg_.data.valid_split);
   special_ = train_->manifest().special;
+  // Inputs that would otherwise fail only at the first validation, or at a random
+  // update, are refused now: before any training time is spent.
+  for (const data::ShardedCorpus* c : {train_.get(), valid_.get()}) {
+    int64_t longest = 0;
+    for (int64_t i = 0; i < c->size(); ++i)
+      longest = std::max<int64_t>(longest, std::max(c->src_lengths()[i], c->tgt_lengths()[i]) + 1);
+    if (longest > cfg_.model.max_positions)
+      throw ConfigError(fmt::format("config key 'model.max_positions' = {}: split '{}' has a sentence of {} positions "
+                                    "(raise it, or lower data.max_len and preprocess again)",
+                                    cfg_.model.max_positions, c->split(), longest));
+  }
+  valid_batches_ = data::pack_micro_batches(valid_->src_lengths(), valid_->tgt_lengths(), cfg_.data.max_tokens);
+  if (bleu_ && data::find_split_file(cfg_.data.raw_dir, cfg_.data.valid_split, cfg_.data.tgt_lang).empty())
+    throw ConfigError("config key 'train.validate_bleu' = true: no reference " + cfg_.data.valid_split + "." +
+                      cfg_.data.tgt_lang + "[.gz] in data.raw_dir = '" + cfg_.data.raw_dir + "'");
 
   // Same seed on every rank: identical initial parameters (rank 0's are broadcast anyway).
   torch::manual_seed(static_cast<uint64_t>(cfg_.train.seed));
@@ -235,7 +252,11 @@ nlohmann::json Trainer::benchmark(int64_t warmup, int64_t updates, const std::st
     save_checkpoint(init, (fs::path(out_dir) / "init.pt").string());
     data::BatchPlanner copy = *planner_;
     nlohmann::json plan = nlohmann::json::array();
-    for (int64_t i = 0; i < warmup + updates; ++i) plan.push_back(copy.next(0));
+    for (int64_t i = 0; i < warmup + updates; ++i) {  // every slot of each update, all ranks'
+      const auto at = copy.state();
+      plan.push_back(copy.update_slots(at.epoch, at.cursor));
+      copy.next(0);
+    }
     std::ofstream((fs::path(out_dir) / "plan.json").string()) << plan.dump() << "\n";
   } else if (!out_dir.empty()) {
     make_checkpoint();  // collective
@@ -304,7 +325,7 @@ bool Trainer::handle_nonfinite(const std::string& what) {
 Trainer::Validation Trainer::validate() {
   torch::NoGradGuard no_grad;
   model_->eval();
-  const auto batches = data::pack_micro_batches(valid_->src_lengths(), valid_->tgt_lengths(), cfg_.data.max_tokens);
+  const auto& batches = valid_batches_;
   double loss = 0, nll = 0, tokens = 0;
   // Micro-batch j goes to rank j % world: every rank scores a share, sums are all-reduced.
   for (size_t j = static_cast<size_t>(group_.rank()); j < batches.size(); j += group_.world_size()) {
@@ -350,6 +371,8 @@ Checkpoint Trainer::make_checkpoint() {
   if (device_.is_cuda()) c.cuda_rng = gather(at::globalContext().defaultGenerator(device_).get_state());
   c.best_valid_loss = best_valid_loss_;
   c.best_bleu = best_bleu_;
+  c.loss_scale = scaler_.scale();
+  c.loss_scale_good_steps = scaler_.good_steps();
   c.bad_validations = bad_validations_;
   c.metrics_json = history_.dump();
   return c;
@@ -382,6 +405,7 @@ std::string Trainer::find_resume_checkpoint() {
   std::vector<fs::path> candidates = {dir / "last.pt"};
   auto periodic = periodic_checkpoints(dir);
   for (auto it = periodic.rbegin(); it != periodic.rend(); ++it) candidates.push_back(it->second);
+  std::string reasons;
   for (const auto& p : candidates) {
     if (!fs::exists(p)) continue;
     try {
@@ -389,13 +413,26 @@ std::string Trainer::find_resume_checkpoint() {
       return p.string();
     } catch (const CheckpointError& e) {
       log_.info(fmt::format("resume auto: skipping {}: {}", p.string(), e.what()));
+      reasons += std::string("\n  ") + e.what();
     }
   }
+  // Checkpoints exist but none loads: starting fresh would overwrite them. Refuse.
+  if (!reasons.empty())
+    throw CheckpointError(cfg_.train.save_dir + ": --resume auto found checkpoints but none is valid:" + reasons);
   return "";
 }
 
 void Trainer::restore(const std::string& path) {
-  Checkpoint c = load_checkpoint(path);
+  try {
+    restore_from(load_checkpoint(path), path);
+  } catch (const CheckpointError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw CheckpointError(path + ": " + e.what());
+  }
+}
+
+void Trainer::restore_from(const Checkpoint& c, const std::string& path) {
   if (c.vocab_sha256 != train_->manifest().spm_sha256)
     throw CheckpointError(path + ": field 'vocab_sha256' differs from data.shard_dir's vocabulary");
   load_model_weights(*model_, c.model, path);
@@ -411,6 +448,7 @@ void Trainer::restore(const std::string& path) {
   best_bleu_ = c.best_bleu;
   bad_validations_ = c.bad_validations;
   history_ = nlohmann::json::parse(c.metrics_json);
+  scaler_.restore(c.loss_scale, c.loss_scale_good_steps);
   // Generator states are per rank. After a change of world size (allowed when
   // world_size x update_freq is unchanged, so the data plan is the same) the ranks keep
   // their fresh per-rank seeds: parameters continue exactly, dropout masks differ.
@@ -497,10 +535,18 @@ void Trainer::start_from(const std::string& path) {
 }
 
 void Trainer::run(const std::string& resume) {
-  const std::string path = resume == "auto" ? find_resume_checkpoint() : resume;
+  // Rank 0 (which writes checkpoints) decides which one every rank resumes from; a rank
+  // that cannot read it fails, and the job with it.
+  std::string path = resume == "auto" && group_.is_main() ? find_resume_checkpoint() : resume;
+  if (resume == "auto") path = comm_->all_gather_bytes(path)[0];
   if (resume == "auto" && path.empty()) log_.info("resume auto: no checkpoint in " + cfg_.train.save_dir + ", starting fresh");
   if (!path.empty()) restore(path);
   else if (!cfg_.train.finetune_from.empty()) start_from(cfg_.train.finetune_from);
+  const auto st = planner_->state();
+  const std::string position = fmt::format("{} {} {}", update_, st.epoch, st.cursor);
+  for (const auto& other : comm_->all_gather_bytes(position))
+    if (other != position)
+      throw TrainingError("ranks start from different positions (update epoch cursor: " + position + " vs " + other + ")");
   // Rank 0's parameters are everyone's (at start and after resume).
   {
     torch::NoGradGuard no_grad;

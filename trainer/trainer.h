@@ -85,6 +85,7 @@ class Trainer {
   void save(bool best, bool best_bleu);
   void validate_and_save(const char* label, double wall_s);
   void restore(const std::string& path);
+  void restore_from(const Checkpoint& c, const std::string& path);
   std::string find_resume_checkpoint();
   Checkpoint make_checkpoint();  // collective: gathers every rank's RNG state
   bool should_stop(int64_t epoch) const;
@@ -94,6 +95,7 @@ class Trainer {
   torch::Device device_;
   std::unique_ptr<dist::Communicator> comm_;
   std::unique_ptr<data::ShardedCorpus> train_, valid_;
+  std::vector<data::MicroBatch> valid_batches_;  // packed once, checked at start
   data::SpecialIds special_;
   model::Transformer model_{nullptr};
   std::unique_ptr<Adam> optim_;
