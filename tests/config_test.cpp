@@ -28,7 +28,7 @@ TEST(Config, UnknownKeyNamesKeyFileAndLine) {
   TempDir dir;
   const std::string path = dir.file("c.yaml");
   write_text(path, "data:\n  max_tokens: 10\n  max_tokenz: 5\n");
-  EXPECT_THROW_WITH(load_config(path), ConfigError, "unknown config key 'data.max_tokenz'", path + ":3");
+  EXPECT_THROW_WITH(load_config(path), ConfigError, "unknown config key 'data.max_tokenz' = '5'", path + ":3");
 }
 
 TEST(Config, UnknownSectionIsRefused) {

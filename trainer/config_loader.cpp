@@ -180,7 +180,7 @@ std::string scalar_or_shape(const YAML::Node& n) {
 
 void set_field(Config& cfg, const std::string& key, const YAML::Node& value, const std::string& origin) {
   const Field* f = find_field(key);
-  if (!f) throw ConfigError(fmt::format("unknown config key '{}' ({})", key, origin));
+  if (!f) throw ConfigError(fmt::format("unknown config key '{}' = {} ({})", key, scalar_or_shape(value), origin));
   try {
     f->set(cfg, value);
   } catch (const YAML::Exception&) {
