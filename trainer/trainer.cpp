@@ -264,6 +264,7 @@ nlohmann::json Trainer::benchmark(int64_t warmup, int64_t updates, const std::st
   for (int64_t i = 0; i < warmup; ++i) train_step(planner_->next(group_.rank()));
   StepTimes times;
   double src_tokens = 0, tgt_tokens = 0, padded = 0, flops = 0;
+  std::vector<double> losses;  // per timed update, per target token (compare with the reference)
   const auto t0 = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < updates; ++i) {
     const StepResult r = train_step(planner_->next(group_.rank()));
@@ -272,6 +273,7 @@ nlohmann::json Trainer::benchmark(int64_t warmup, int64_t updates, const std::st
     tgt_tokens += static_cast<double>(r.local_tgt_tokens);
     padded += static_cast<double>(r.local_padded);
     flops += r.local_flops;
+    losses.push_back(r.loss / static_cast<double>(std::max<int64_t>(r.tokens, 1)));
   }
   if (device_.is_cuda()) torch::cuda::synchronize();
   const double secs = seconds_since(t0);
@@ -299,7 +301,8 @@ nlohmann::json Trainer::benchmark(int64_t warmup, int64_t updates, const std::st
           {"achieved_flops_per_s", flops / wall},
           {"matmul_peak_flops_per_s", peak},
           {"mfu", flops / wall / peak},
-          {"parameters", model::parameter_count(*model_)}};
+          {"parameters", model::parameter_count(*model_)},
+          {"losses", losses}};
 }
 
 std::string Trainer::nonfinite_parameter() const {
