@@ -3,9 +3,11 @@
 #include "dist/process_group.h"
 #include "eval/evaluation.h"
 #include "trainer/cli.h"
+#include "trainer/malloc_tuning.h"
 #include "trainer/trainer.h"
 
 int main(int argc, char** argv) {
+  nmt::trainer::keep_freed_memory_mapped();
   nmt::dist::ProcessGroup group(&argc, &argv);
   const std::string name = group.world_size() > 1 ? "train[rank " + std::to_string(group.rank()) + "]" : "train";
   const int rc = nmt::trainer::run_main(name, [&] {
