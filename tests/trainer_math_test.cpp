@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "trainer/adam.h"
+#include "trainer/fused_cross_entropy.h"
 #include "trainer/loss.h"
 #include "trainer/loss_scaler.h"
 #include "trainer/lr_schedule.h"
@@ -41,6 +42,47 @@ TEST(Loss, EqualsPyTorchCrossEntropyWithLabelSmoothing) {
     EXPECT_NEAR(ours.loss.item<double>(), ref.item<double>(), 1e-3) << "eps " << eps;
     EXPECT_EQ(ours.tokens, target.ne(0).sum().item<int64_t>());
   }
+}
+
+// The fused CPU kernel against LibTorch's log_softmax -> gather -> sum chain computed in
+// float64: per-row losses, and the gradient of a weighted sum of them.
+TEST(Loss, FusedKernelMatchesLogSoftmaxChainAndItsGradient) {
+  torch::manual_seed(3);
+  for (int64_t v : {7, 8000, 1003}) {
+    for (double eps : {0.0, 0.1}) {
+      // Large spread and offset: the kernel must subtract the row max.
+      const auto base = torch::randn({37, v}) * 6.0 + 40.0;
+      const auto target = torch::randint(0, v, {37}, torch::kInt64);
+      const auto weights = torch::rand({37});
+      auto z = base.clone().requires_grad_(true);
+      const RowLosses rows = fused_label_smoothed_cross_entropy(z.clone(), target, eps);
+      (rows.loss * weights).sum().backward();
+
+      auto z64 = base.to(torch::kFloat64).requires_grad_(true);
+      const auto lp = torch::log_softmax(z64, -1);
+      const auto nll = -lp.gather(1, target.unsqueeze(1)).squeeze(1);
+      const auto want = (1 - eps) * nll - (eps / static_cast<double>(v)) * lp.sum(-1);
+      (want * weights.to(torch::kFloat64)).sum().backward();
+
+      EXPECT_TRUE(torch::allclose(rows.loss.to(torch::kFloat64), want, 1e-5, 1e-4)) << "V " << v << " eps " << eps;
+      EXPECT_TRUE(torch::allclose(rows.nll.to(torch::kFloat64), nll, 1e-5, 1e-4)) << "V " << v;
+      // Logits near 40 carry a float32 rounding of ~4e-6 (one ulp), and so does z - lse.
+      EXPECT_TRUE(torch::allclose(z.grad().to(torch::kFloat64), z64.grad(), 1e-5, 2e-5))
+          << "V " << v << " eps " << eps << " max diff " << (z.grad().to(torch::kFloat64) - z64.grad()).abs().max().item<double>()
+          << " max grad " << z64.grad().abs().max().item<double>();
+      EXPECT_FALSE(rows.nll.requires_grad());
+    }
+  }
+}
+
+TEST(Loss, FusedKernelRejectsBadInputAndASecondBackward) {
+  const auto target = torch::tensor({0, 4}, torch::kInt64);
+  EXPECT_THROW(fused_label_smoothed_cross_entropy(torch::zeros({2, 4}), target, 0.1), c10::Error);  // id 4 of 4
+  EXPECT_THROW(fused_label_smoothed_cross_entropy(torch::zeros({2, 4}, torch::kFloat64), target, 0.1), c10::Error);
+  auto z = torch::zeros({2, 5}).requires_grad_(true);
+  const auto loss = fused_label_smoothed_cross_entropy(z * 1.0, target, 0.1).loss.sum();
+  loss.backward({}, /*retain_graph=*/true);
+  EXPECT_THROW(loss.backward(), c10::Error);
 }
 
 TEST(Schedule, NoamFollowsItsFormula) {

@@ -1,5 +1,7 @@
 #include "trainer/loss.h"
 
+#include "trainer/fused_cross_entropy.h"
+
 namespace nmt::trainer {
 
 LossSums label_smoothed_loss(const torch::Tensor& hidden, const torch::Tensor& target, int64_t pad, double epsilon,
@@ -8,10 +10,24 @@ LossSums label_smoothed_loss(const torch::Tensor& hidden, const torch::Tensor& t
   const torch::Tensor keep = flat_target.ne(pad).nonzero().squeeze(1);  // [n] rows that count
   const torch::Tensor h = hidden.reshape({-1, hidden.size(-1)}).index_select(0, keep);
   const torch::Tensor y = flat_target.index_select(0, keep);
-  const torch::Tensor lprobs = torch::log_softmax(project(h).to(torch::kFloat32), -1);  // [n, V]
-  const torch::Tensor nll = -lprobs.gather(1, y.unsqueeze(1)).squeeze(1);               // [n]
+  const torch::Tensor logits = project(h).to(torch::kFloat32);  // [n, V]
   LossSums out;
   out.tokens = keep.size(0);
+  if (logits.device().is_cpu()) {
+    const RowLosses rows = fused_label_smoothed_cross_entropy(logits.contiguous(), y, epsilon);
+    out.loss = rows.loss.sum();
+    out.nll = rows.nll.sum();
+    return out;
+  }
+  return reference_label_smoothed_loss(logits, y, epsilon, out.tokens);
+}
+
+LossSums reference_label_smoothed_loss(const torch::Tensor& logits, const torch::Tensor& target, double epsilon,
+                                       int64_t tokens) {
+  const torch::Tensor lprobs = torch::log_softmax(logits, -1);
+  const torch::Tensor nll = -lprobs.gather(1, target.unsqueeze(1)).squeeze(1);
+  LossSums out;
+  out.tokens = tokens;
   if (epsilon > 0) {
     // sum_j -lp[j] without materialising a smoothed target distribution.
     const torch::Tensor smooth = -lprobs.sum(-1);

@@ -14,8 +14,14 @@ struct LossSums {
 // F.cross_entropy(label_smoothing=eps)):
 //   loss_t = (1 - eps) * (-lp[target]) + (eps / V) * sum_j (-lp[j])
 // `project` maps hidden states [n, d] to logits [n, V]; it is applied to the non-pad rows
-// only, so padding costs neither the output projection nor the softmax.
+// only, so padding costs neither the output projection nor the softmax. On the CPU the
+// softmax and loss run fused (trainer/fused_cross_entropy.h); elsewhere as LibTorch ops.
 LossSums label_smoothed_loss(const torch::Tensor& hidden, const torch::Tensor& target, int64_t pad, double epsilon,
                              const std::function<torch::Tensor(const torch::Tensor&)>& project);
+
+// The same loss from [n, V] logits of the counted rows, as log_softmax -> gather -> sum
+// (any device and dtype; `tokens` is copied into the result).
+LossSums reference_label_smoothed_loss(const torch::Tensor& logits, const torch::Tensor& target, double epsilon,
+                                       int64_t tokens);
 
 }  // namespace nmt::trainer

@@ -1,0 +1,65 @@
+// kernels [ROWS] [VOCAB] [THREADS]: times our fused CPU kernels against the LibTorch op
+// chains they replace, side by side in one process, and prints one JSON line of
+// milliseconds (median of 9 after 2 warm-ups) and their ratios.
+#include <ATen/Parallel.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <functional>
+#include <vector>
+
+#include "trainer/fused_cross_entropy.h"
+#include "trainer/loss.h"
+#include "trainer/malloc_tuning.h"
+
+namespace {
+
+double median_ms(const std::function<void()>& fn) {
+  std::vector<double> ms;
+  for (int i = 0; i < 11; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    fn();
+    const auto t1 = std::chrono::steady_clock::now();
+    if (i >= 2) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+  }
+  std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
+  return ms[ms.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  nmt::trainer::keep_freed_memory_mapped();  // as in train: no page faults in the timings
+  try {
+    const int64_t n = argc > 1 ? std::atoll(argv[1]) : 1800, v = argc > 2 ? std::atoll(argv[2]) : 8000;
+    at::set_num_threads(argc > 3 ? std::atoi(argv[3]) : 2);
+    torch::manual_seed(0);
+    const auto logits = torch::randn({n, v}) * 3.0;
+    const auto target = torch::randint(0, v, {n}, torch::kInt64);
+    const double eps = 0.1;
+    const double fused = median_ms([&] {
+      auto z = logits.clone().requires_grad_(true);
+      nmt::trainer::fused_label_smoothed_cross_entropy(z * 1.0, target, eps).loss.sum().backward();
+    });
+    const double chain = median_ms([&] {
+      auto z = logits.clone().requires_grad_(true);
+      nmt::trainer::reference_label_smoothed_loss(z * 1.0, target, eps, n).loss.backward();
+    });
+    const double baseline = median_ms([&] {  // the clone and multiply both variants pay
+      auto z = logits.clone().requires_grad_(true);
+      (z * 1.0).sum().backward();
+    });
+    std::printf("{\"rows\": %lld, \"vocab\": %lld, \"threads\": %d, \"cross_entropy_fwd_bwd_ms\": "
+                "{\"fused\": %.2f, \"log_softmax_chain\": %.2f, \"common_overhead\": %.2f}, \"speedup\": %.2f}\n",
+                static_cast<long long>(n), static_cast<long long>(v), at::get_num_threads(), fused, chain, baseline,
+                (chain - baseline) / std::max(fused - baseline, 1e-3));
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kernels: error: %s\n", e.what());
+    return 1;
+  }
+}
