@@ -2,9 +2,10 @@
 
 #include <cmath>
 
+#include "model/fused_dropout.h"
+
 namespace nmt::model {
 
-namespace F = torch::nn::functional;
 
 torch::Tensor sinusoidal_positions(int64_t max_positions, int64_t d_model) {
   auto pos = torch::arange(max_positions, torch::kFloat64).unsqueeze(1);               // [P, 1]
@@ -21,7 +22,7 @@ FeedForwardImpl::FeedForwardImpl(int64_t d_model, int64_t ffn_dim, double activa
 }
 
 torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
-  return fc2(F::dropout(torch::relu(fc1(x)), F::DropoutFuncOptions().p(activation_dropout_).training(is_training())));
+  return fc2(dropout_add(torch::Tensor(), torch::relu(fc1(x)), activation_dropout_, is_training()));
 }
 
 namespace {
@@ -32,9 +33,8 @@ torch::nn::LayerNorm layer_norm(int64_t d) { return torch::nn::LayerNorm(torch::
 template <typename Fn>
 torch::Tensor residual(const torch::Tensor& x, torch::nn::LayerNorm& norm, bool pre_norm, double p, bool training,
                        Fn&& f) {
-  auto drop = [&](const torch::Tensor& y) { return F::dropout(y, F::DropoutFuncOptions().p(p).training(training)); };
-  if (pre_norm) return x + drop(f(norm(x)));
-  return norm(x + drop(f(x)));
+  if (pre_norm) return dropout_add(x, f(norm(x)), p, training);
+  return norm(dropout_add(x, f(x), p, training));
 }
 }  // namespace
 
@@ -119,7 +119,7 @@ torch::Tensor TransformerImpl::embed_tokens(const torch::Tensor& tokens, int64_t
               " positions exceeds model.max_positions = ", config_.max_positions);
   auto x = embed(tokens) * std::sqrt(static_cast<double>(config_.d_model)) +
            positions_.slice(0, first_position, first_position + len);
-  return F::dropout(x, F::DropoutFuncOptions().p(config_.dropout).training(is_training()));
+  return dropout_add(torch::Tensor(), x, config_.dropout, is_training());
 }
 
 torch::Tensor TransformerImpl::encode(const torch::Tensor& src, torch::Tensor* src_mask) {
