@@ -42,12 +42,20 @@ struct MaskKey {
   float scale;         // 1 / (1 - p)
 };
 
-// Elements [begin, end) of the flattened tensor. Indices past 2^32 fold into the key, so
-// every element of any tensor has its own counter.
+uint64_t splitmix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+// The key of the 2^32-element block holding flat index `begin`: the call's key run through
+// splitmix64 with the block number, so blocks past the first get unrelated masks (a
+// 32-bit counter alone would repeat them) and every element has its own (key, counter).
 MaskKey key_for_block(uint64_t key, double p, int64_t begin) {
-  const uint64_t high = static_cast<uint64_t>(begin) >> 32;
-  return {static_cast<uint32_t>(key) ^ static_cast<uint32_t>(high * 0x9e3779b9U), static_cast<uint32_t>(key >> 32),
-          static_cast<uint32_t>(p * 4294967296.0), static_cast<float>(1.0 / (1.0 - p))};
+  const uint64_t block = static_cast<uint64_t>(begin) >> 32;
+  const uint64_t k = splitmix64(key + block * 0x9e3779b97f4a7c15ULL);
+  return {static_cast<uint32_t>(k), static_cast<uint32_t>(k >> 32), static_cast<uint32_t>(p * 4294967296.0),
+          static_cast<float>(1.0 / (1.0 - p))};
 }
 
 NMT_CPU_CLONES void forward_block(const float* x, const float* y, float* out, int64_t n, uint32_t first,
@@ -55,7 +63,7 @@ NMT_CPU_CLONES void forward_block(const float* x, const float* y, float* out, in
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
     const bool keep = mask_hash(first + static_cast<uint32_t>(i), k.lo, k.hi) >= k.threshold;
-    out[i] = (x ? x[i] : 0.0f) + (keep ? y[i] * k.scale : 0.0f);
+    out[i] = (x ? x[i] : 0.0f) + y[i] * (keep ? k.scale : 0.0f);  // y * 0, as LibTorch: a NaN in y stays NaN
   }
 }
 
@@ -63,7 +71,7 @@ NMT_CPU_CLONES void backward_block(const float* g, float* dy, int64_t n, uint32_
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
     const bool keep = mask_hash(first + static_cast<uint32_t>(i), k.lo, k.hi) >= k.threshold;
-    dy[i] = keep ? g[i] * k.scale : 0.0f;
+    dy[i] = g[i] * (keep ? k.scale : 0.0f);
   }
 }
 
@@ -158,8 +166,8 @@ bool dropout_keeps(uint64_t key, int64_t index, double p) {
 }
 
 torch::Tensor dropout_add(const torch::Tensor& x, const torch::Tensor& y, double p, bool training) {
-  TORCH_CHECK(p >= 0.0 && p < 1.0, "dropout probability ", p, " is outside [0, 1)");
   if (!training || p == 0.0) return x.defined() ? x + y : y;
+  TORCH_CHECK(p > 0.0 && p < 1.0, "dropout probability ", p, " is outside [0, 1)");
   if (!fusable(x, y)) {
     auto dropped = torch::nn::functional::dropout(y, torch::nn::functional::DropoutFuncOptions().p(p).training(true));
     return x.defined() ? x + dropped : dropped;

@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <limits>
 #include <mutex>
 
 #include "model/fused_dropout.h"
@@ -75,6 +76,25 @@ TEST(FusedDropout, MasksFollowTheSeedNotTheThreadCount) {
   EXPECT_FALSE(torch::equal(a, b));  // a fresh key per call
 }
 
+TEST(FusedDropout, BlocksPast4GiElementsHaveTheirOwnMasks) {
+  // Index i and 2^32 + i (and 2^33 + i) must decide independently: agreement ~ p^2 + (1-p)^2.
+  const uint64_t key = 0x0123456789abcdefULL;
+  const double p = 0.5;
+  const int64_t n = 200000;
+  for (int64_t block : {int64_t{1} << 32, int64_t{1} << 33}) {
+    int64_t agree = 0;
+    for (int64_t i = 0; i < n; ++i) agree += dropout_keeps(key, i, p) == dropout_keeps(key, block + i, p);
+    EXPECT_NEAR(static_cast<double>(agree) / n, 0.5, 6 * std::sqrt(0.25 / n)) << block;
+  }
+}
+
+TEST(FusedDropout, NonFiniteInputsStayNonFiniteEvenWhereDropped) {
+  // As LibTorch's y * mask: a NaN in a dropped position still reaches the output, so the
+  // trainer's non-finite check sees it.
+  const auto y = torch::full({4096}, std::numeric_limits<float>::quiet_NaN());
+  EXPECT_TRUE(dropout_add(torch::zeros({4096}), y, 0.5, true).isnan().all().item<bool>());
+}
+
 TEST(FusedDropout, EvaluationZeroPAndUnfusableInputs) {
   const auto x = torch::randn({4, 9}), y = torch::randn({4, 9});
   EXPECT_TRUE(torch::equal(dropout_add(x, y, 0.3, false), x + y));
@@ -86,6 +106,7 @@ TEST(FusedDropout, EvaluationZeroPAndUnfusableInputs) {
   const auto t = torch::ones({300, 400}).t();
   EXPECT_NEAR(dropout_add(torch::Tensor(), t, 0.25, true).eq(0).to(torch::kFloat64).mean().item<double>(), 0.25, 0.01);
   EXPECT_THROW(dropout_add(x, y, 1.0, true), c10::Error);
+  EXPECT_TRUE(torch::equal(dropout_add(x, y, 1.0, false), x + y));  // evaluation ignores p
 }
 
 }  // namespace

@@ -80,6 +80,7 @@ TEST(Loss, FusedKernelRejectsBadInputAndASecondBackward) {
   EXPECT_THROW(fused_label_smoothed_cross_entropy(torch::zeros({2, 4}), target, 0.1), c10::Error);  // id 4 of 4
   EXPECT_THROW(fused_label_smoothed_cross_entropy(torch::zeros({2, 4}, torch::kFloat64), target, 0.1), c10::Error);
   auto z = torch::zeros({2, 5}).requires_grad_(true);
+  EXPECT_THROW(fused_label_smoothed_cross_entropy(z, target, 0.1), c10::Error);  // a leaf would be overwritten
   const auto loss = fused_label_smoothed_cross_entropy(z * 1.0, target, 0.1).loss.sum();
   loss.backward({}, /*retain_graph=*/true);
   EXPECT_THROW(loss.backward(), c10::Error);

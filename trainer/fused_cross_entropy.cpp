@@ -30,7 +30,7 @@ inline float exp_nonpositive(float x) {
 }
 
 struct RowStats {
-  float max, sum_exp, sum;
+  float max, sum_exp, sum_shifted;  // max_j z_j, sum_j exp(z_j - max), sum_j (z_j - max)
 };
 
 // Function multi-versioning: the loops are compiled for AVX-512, AVX2 and baseline x86-64,
@@ -49,7 +49,7 @@ NMT_CPU_CLONES RowStats row_stats(const float* z, int64_t v) {
 #pragma omp simd reduction(+ : s, t)
   for (int64_t j = 0; j < v; ++j) {
     s += exp_nonpositive(z[j] - m);
-    t += z[j];
+    t += z[j] - m;  // shifted: no cancellation against lse when logits are large
   }
   return {m, s, t};
 }
@@ -76,6 +76,8 @@ class FusedCrossEntropy : public torch::autograd::Function<FusedCrossEntropy> {
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& logits,
                                                 const torch::Tensor& target, double epsilon) {
     check_inputs(logits, target);
+    TORCH_CHECK(!(logits.is_leaf() && logits.requires_grad()),
+                "fused cross-entropy overwrites its logits in the backward: pass a computed tensor, not a leaf");
     const int64_t n = logits.size(0), v = logits.size(1);
     const torch::Tensor y = target.contiguous();
     if (n > 0)
@@ -91,10 +93,10 @@ class FusedCrossEntropy : public torch::autograd::Function<FusedCrossEntropy> {
       for (int64_t i = begin; i < end; ++i) {
         const float* row = z + i * v;
         const RowStats st = row_stats(row, v);
-        const float l = st.max + std::log(st.sum_exp);
-        np[i] = l - row[yp[i]];
-        lp[i] = (1.0f - eps) * np[i] + eps * (l - st.sum * inv_v);
-        sp[i] = l;
+        const float log_sum = std::log(st.sum_exp);  // lse - max
+        np[i] = log_sum - (row[yp[i]] - st.max);
+        lp[i] = (1.0f - eps) * np[i] + eps * (log_sum - st.sum_shifted * inv_v);
+        sp[i] = st.max + log_sum;
       }
     });
     ctx->save_for_backward({logits, y, lse});
@@ -124,6 +126,9 @@ class FusedCrossEntropy : public torch::autograd::Function<FusedCrossEntropy> {
         z[i * v + yp[i]] -= (1.0f - eps) * gp[i];
       }
     });
+    // Written through a raw pointer: bump the version so that any other saved reference to
+    // these logits fails autograd's check instead of silently reading the gradient.
+    torch::autograd::impl::bump_version(logits);
     return {logits, torch::Tensor(), torch::Tensor()};
   }
 };

@@ -17,7 +17,8 @@ struct RowLosses {
 };
 
 // logits: [n, V] float32 contiguous on the CPU, consumed (the backward overwrites them with
-// their gradient, so they must not be used after this call; backward may run only once).
+// their gradient, so they must not be used after this call, nor be a leaf; backward may
+// run only once, and not with create_graph: the gradient is not itself differentiable).
 // target: [n] int64 in [0, V). Per row, with lse = log sum_j exp(z_j):
 //   nll  = lse - z[target]
 //   loss = (1 - eps) nll + (eps / V) sum_j (lse - z_j)      (= F.cross_entropy(label_smoothing=eps))
