@@ -403,7 +403,7 @@ void Trainer::save(bool best, bool best_bleu) {
   if (best_bleu) save_checkpoint(c, (dir / "best_bleu.pt").string());
 }
 
-std::string Trainer::find_resume_checkpoint() {
+std::optional<std::pair<std::string, Checkpoint>> Trainer::find_resume_checkpoint() {
   const fs::path dir(cfg_.train.save_dir);
   std::vector<fs::path> candidates = {dir / "last.pt"};
   auto periodic = periodic_checkpoints(dir);
@@ -412,8 +412,7 @@ std::string Trainer::find_resume_checkpoint() {
   for (const auto& p : candidates) {
     if (!fs::exists(p)) continue;
     try {
-      load_checkpoint(p.string());
-      return p.string();
+      return std::make_pair(p.string(), load_checkpoint(p.string()));
     } catch (const CheckpointError& e) {
       log_.info(fmt::format("resume auto: skipping {}: {}", p.string(), e.what()));
       reasons += std::string("\n  ") + e.what();
@@ -422,12 +421,12 @@ std::string Trainer::find_resume_checkpoint() {
   // Checkpoints exist but none loads: starting fresh would overwrite them. Refuse.
   if (!reasons.empty())
     throw CheckpointError(cfg_.train.save_dir + ": --resume auto found checkpoints but none is valid:" + reasons);
-  return "";
+  return std::nullopt;
 }
 
-void Trainer::restore(const std::string& path) {
+void Trainer::restore(const std::string& path, std::optional<Checkpoint> preloaded) {
   try {
-    restore_from(load_checkpoint(path), path);
+    restore_from(preloaded ? *preloaded : load_checkpoint(path), path);
   } catch (const CheckpointError&) {
     throw;
   } catch (const std::exception& e) {
@@ -540,10 +539,19 @@ void Trainer::start_from(const std::string& path) {
 void Trainer::run(const std::string& resume) {
   // Rank 0 (which writes checkpoints) decides which one every rank resumes from; a rank
   // that cannot read it fails, and the job with it.
-  std::string path = resume == "auto" && group_.is_main() ? find_resume_checkpoint() : resume;
-  if (resume == "auto") path = comm_->all_gather_bytes(path)[0];
-  if (resume == "auto" && path.empty()) log_.info("resume auto: no checkpoint in " + cfg_.train.save_dir + ", starting fresh");
-  if (!path.empty()) restore(path);
+  std::string path = resume;
+  std::optional<Checkpoint> preloaded;  // rank 0 of resume auto has read it already
+  if (resume == "auto") {
+    path.clear();
+    if (group_.is_main())
+      if (auto found = find_resume_checkpoint()) {
+        path = found->first;
+        preloaded = std::move(found->second);
+      }
+    path = comm_->all_gather_bytes(path)[0];
+    if (path.empty()) log_.info("resume auto: no checkpoint in " + cfg_.train.save_dir + ", starting fresh");
+  }
+  if (!path.empty()) restore(path, std::move(preloaded));
   else if (!cfg_.train.finetune_from.empty()) start_from(cfg_.train.finetune_from);
   const auto st = planner_->state();
   const std::string position = fmt::format("{} {} {}", update_, st.epoch, st.cursor);

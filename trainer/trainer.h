@@ -84,9 +84,12 @@ class Trainer {
   // last.pt always; update_<N>.pt on the save interval (keeping keep_last); best.pt if `best`.
   void save(bool best, bool best_bleu);
   void validate_and_save(const char* label, double wall_s);
-  void restore(const std::string& path);
+  // `preloaded`, when given, is the checkpoint already read from `path` (resume auto on rank 0).
+  void restore(const std::string& path, std::optional<Checkpoint> preloaded = std::nullopt);
   void restore_from(const Checkpoint& c, const std::string& path);
-  std::string find_resume_checkpoint();
+  // The newest checkpoint in train.save_dir that loads, with its contents (read once), or
+  // nullopt if there is none; throws if checkpoints exist but none loads.
+  std::optional<std::pair<std::string, Checkpoint>> find_resume_checkpoint();
   Checkpoint make_checkpoint();  // collective: gathers every rank's RNG state
   bool should_stop(int64_t epoch) const;
 
