@@ -9,9 +9,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <exception>
 #include <functional>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "model/fused_dropout.h"
@@ -33,13 +34,30 @@ double median_ms(const std::function<void()>& fn) {
   return ms[ms.size() / 2];
 }
 
+// argv[i] as a positive integer, `fallback` when absent; anything else is refused by name.
+int64_t positive_arg(int argc, char** argv, int i, const char* name, int64_t fallback) {
+  if (argc <= i) return fallback;
+  const std::string text = argv[i];
+  size_t used = 0;
+  int64_t value = 0;
+  try {
+    value = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || value <= 0)
+    throw std::invalid_argument(std::string(name) + " must be a positive integer, got '" + text + "'");
+  return value;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   nmt::trainer::keep_freed_memory_mapped();  // as in train: no page faults in the timings
   try {
-    const int64_t n = argc > 1 ? std::atoll(argv[1]) : 1800, v = argc > 2 ? std::atoll(argv[2]) : 8000;
-    at::set_num_threads(argc > 3 ? std::atoi(argv[3]) : 2);
+    if (argc > 4) throw std::invalid_argument("usage: kernels [ROWS] [VOCAB] [THREADS]");
+    const int64_t n = positive_arg(argc, argv, 1, "ROWS", 1800), v = positive_arg(argc, argv, 2, "VOCAB", 8000);
+    at::set_num_threads(static_cast<int>(positive_arg(argc, argv, 3, "THREADS", 2)));
     torch::manual_seed(0);
     const auto logits = torch::randn({n, v}) * 3.0;
     const auto target = torch::randint(0, v, {n}, torch::kInt64);
@@ -79,6 +97,9 @@ int main(int argc, char** argv) {
                 (chain - baseline) / std::max(fused - baseline, 1e-3), drop_fused, drop_libtorch, drop_base,
                 (drop_libtorch - drop_base) / std::max(drop_fused - drop_base, 1e-3));
     return 0;
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "kernels: error: %s\n", e.what());
+    return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kernels: error: %s\n", e.what());
     return 1;

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Benchmark programs refuse bad arguments with one message naming the argument and exit 2.
+#   bench_cli.sh BUILD_DIR
+set -uo pipefail
+kernels=$1/bench/kernels
+fail() { echo "FAIL: $*"; exit 1; }
+expect_usage_error() {  # needle args...
+  local needle=$1; shift
+  err=$("$kernels" "$@" 2>&1 >/dev/null); rc=$?
+  [ "$rc" = 2 ] || fail "kernels $*: exit $rc, want 2"
+  grep -qF -- "$needle" <<<"$err" || fail "kernels $*: stderr lacks '$needle': $err"
+}
+expect_usage_error "ROWS must be a positive integer, got 'abc'" abc
+expect_usage_error "VOCAB must be a positive integer, got '0'" 16 0
+expect_usage_error "THREADS must be a positive integer, got '-1'" 16 32 -1
+expect_usage_error "ROWS must be a positive integer, got '12x'" 12x
+expect_usage_error "usage: kernels" 1 2 3 4
+# And a small valid run prints its JSON line.
+"$kernels" 16 32 1 | grep -q '"cross_entropy_speedup"' || fail "kernels 16 32 1 printed no JSON"
+echo "bench_cli: ok"
