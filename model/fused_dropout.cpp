@@ -6,15 +6,11 @@
 #include <cstdint>
 #include <mutex>
 
+#include "model/cpu_clones.h"
+
 namespace nmt::model {
 
 namespace {
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define NMT_CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define NMT_CPU_CLONES
-#endif
 
 // Chris Wellons' lowbias32 integer hash (bias 0.17 against an ideal 32-bit permutation's
 // ~0.02 avalanche: far beyond what a Bernoulli(p) mask needs), on the element index with

@@ -81,31 +81,30 @@ def forward(w, src, tgt, pre_norm):
     causal = torch.tril(torch.ones(t, t, dtype=torch.bool))[None, None]
     self_mask = causal & (tgt != PAD)[:, None, None, :]
 
+    lin = lambda h, name: F.linear(h, w[name + ".weight"], w[name + ".bias"])
+    ffn = lambda h, p: lin(F.relu(lin(h, p + "ffn.fc1")), p + "ffn.fc2")
+
+    def self_attn(h, p, mask):
+        q, k, v = lin(h, p + "self_attn.in_proj").chunk(3, -1)
+        return lin(attention(q, k, v, mask), p + "self_attn.out_proj")
+
+    def cross_attn(h, p):
+        k, v = lin(memory, p + "cross_attn.kv_proj").chunk(2, -1)
+        return lin(attention(lin(h, p + "cross_attn.q_proj"), k, v, src_mask), p + "cross_attn.out_proj")
+
     x = embed(src)
     for l in range(ENC):
         p = f"encoder_layers.{l}."
-        def sa(h, p=p):
-            q, k, v = F.linear(h, w[p + "self_attn.in_proj.weight"], w[p + "self_attn.in_proj.bias"]).chunk(3, -1)
-            return F.linear(attention(q, k, v, src_mask), w[p + "self_attn.out_proj.weight"], w[p + "self_attn.out_proj.bias"])
-        ffn = lambda h, p=p: F.linear(F.relu(F.linear(h, w[p + "ffn.fc1.weight"], w[p + "ffn.fc1.bias"])), w[p + "ffn.fc2.weight"], w[p + "ffn.fc2.bias"])
-        x = sub(x, p + "norm1", sa)
-        x = sub(x, p + "norm2", ffn)
+        x = sub(x, p + "norm1", lambda h: self_attn(h, p, src_mask))
+        x = sub(x, p + "norm2", lambda h: ffn(h, p))
     memory = ln(x, "encoder_norm") if pre_norm else x
 
     y = embed(tgt)
     for l in range(DEC):
         p = f"decoder_layers.{l}."
-        def sa(h, p=p):
-            q, k, v = F.linear(h, w[p + "self_attn.in_proj.weight"], w[p + "self_attn.in_proj.bias"]).chunk(3, -1)
-            return F.linear(attention(q, k, v, self_mask), w[p + "self_attn.out_proj.weight"], w[p + "self_attn.out_proj.bias"])
-        def ca(h, p=p):
-            q = F.linear(h, w[p + "cross_attn.q_proj.weight"], w[p + "cross_attn.q_proj.bias"])
-            k, v = F.linear(memory, w[p + "cross_attn.kv_proj.weight"], w[p + "cross_attn.kv_proj.bias"]).chunk(2, -1)
-            return F.linear(attention(q, k, v, src_mask), w[p + "cross_attn.out_proj.weight"], w[p + "cross_attn.out_proj.bias"])
-        ffn = lambda h, p=p: F.linear(F.relu(F.linear(h, w[p + "ffn.fc1.weight"], w[p + "ffn.fc1.bias"])), w[p + "ffn.fc2.weight"], w[p + "ffn.fc2.bias"])
-        y = sub(y, p + "norm1", sa)
-        y = sub(y, p + "norm2", ca)
-        y = sub(y, p + "norm3", ffn)
+        y = sub(y, p + "norm1", lambda h: self_attn(h, p, self_mask))
+        y = sub(y, p + "norm2", lambda h: cross_attn(h, p))
+        y = sub(y, p + "norm3", lambda h: ffn(h, p))
     if pre_norm:
         y = ln(y, "decoder_norm")
     return y @ w["embed.weight"].t(), src_mask, self_mask

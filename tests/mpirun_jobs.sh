@@ -7,11 +7,8 @@
 set -uo pipefail
 build=$1 python=$2 mode=$3
 here=$(cd "$(dirname "$0")" && pwd)
-TRAIN=$build/trainer/train PRE=$build/data/preprocess EVAL=$build/eval/evaluate
-MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-cd "$tmp"
-fail() { echo "FAIL: $*"; exit 1; }
+# shellcheck source=tests/job_env.sh
+source "$here/job_env.sh"
 "$python" "$here/make_toy_corpus.py" raw 400
 cat > c.yaml <<'YAML'
 data: {raw_dir: raw, shard_dir: shards, vocab_size: 40, num_shards: 3, max_tokens: 120}

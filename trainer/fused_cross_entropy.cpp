@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "model/cpu_clones.h"
+
 namespace nmt::trainer {
 
 namespace {
@@ -32,14 +34,6 @@ inline float exp_nonpositive(float x) {
 struct RowStats {
   float max, sum_exp, sum_shifted;  // max_j z_j, sum_j exp(z_j - max), sum_j (z_j - max)
 };
-
-// Function multi-versioning: the loops are compiled for AVX-512, AVX2 and baseline x86-64,
-// and the loader picks the widest the CPU has (the binary stays portable).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define NMT_CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define NMT_CPU_CLONES
-#endif
 
 NMT_CPU_CLONES RowStats row_stats(const float* z, int64_t v) {
   float m = -INFINITY;
