@@ -31,6 +31,10 @@ double Communicator::all_reduce_max(double value) {
   return m;
 }
 
+std::string describe_collective(const char* op, const torch::Tensor& t) {
+  return std::string(op) + " " + c10::toString(t.scalar_type()) + " x " + std::to_string(t.numel());
+}
+
 bool nccl_compiled() {
 #ifdef NMTRAIN_WITH_CUDA
   return true;
@@ -47,11 +51,11 @@ std::unique_ptr<Communicator> make_communicator(const DistConfig& cfg, const Pro
     if (!device.is_cpu())
       throw DistError("dist.backend=mpi reduces CPU tensors, but training runs on " + device.str() +
                       " (use dist.backend=nccl or auto)");
-    return make_mpi_communicator(group);
+    return make_mpi_communicator(group, cfg.timeout_s);
   }
   if (backend == "nccl") {
 #ifdef NMTRAIN_WITH_CUDA
-    return make_nccl_communicator(group, device);
+    return make_nccl_communicator(group, device, cfg.timeout_s);
 #else
     throw DistError("dist.backend=nccl: this build has no NCCL backend (configure with NMTRAIN_WITH_CUDA=ON)");
 #endif

@@ -32,9 +32,17 @@ class Communicator {
   virtual int rank() const = 0;
   virtual int world_size() const = 0;
   virtual torch::Device device() const = 0;  // where its tensors live
+  // What the job is doing ("update 37"): named in the message of a collective that times
+  // out (dist.timeout_s) or fails.
+  virtual void set_phase(const std::string& phase) = 0;
 
   // In-place sum over ranks of a contiguous tensor; returns at once.
   virtual std::unique_ptr<Work> all_reduce_sum(torch::Tensor tensor) = 0;
+  // The same sum taken in rank order, ((x0 + x1) + x2) + ..., as one rank accumulates the
+  // gradients of its micro-batches: N ranks then equal one rank with update_freq N bit
+  // for bit (dist.deterministic_reduce). Gathers every rank's tensor: (N-1)/N x n
+  // received per rank instead of a ring all-reduce's 2(N-1)/N x n, and N x n memory.
+  virtual std::unique_ptr<Work> all_reduce_sum_rank_order(torch::Tensor tensor) = 0;
   // In-place broadcast from `root` (blocking).
   virtual void broadcast(torch::Tensor tensor, int root) = 0;
   virtual void barrier() = 0;
@@ -45,6 +53,9 @@ class Communicator {
   double all_reduce_sum(double value);
   double all_reduce_max(double value);
 };
+
+// "all_reduce float32 x 1048576": how messages about a collective name it.
+std::string describe_collective(const char* op, const torch::Tensor& t);
 
 // backend "mpi" (CPU tensors), "nccl" (CUDA tensors), or "auto" (by `device`).
 // Throws DistError if the backend does not fit the device or was not compiled in.

@@ -2,8 +2,12 @@
 
 #include <mpi.h>
 
+#include <functional>
+#include <utility>
+
 #include "dist/dist_error.h"
 #include "dist/mpi_gather.h"
+#include "dist/watchdog.h"
 
 namespace nmt::dist {
 namespace {
@@ -26,63 +30,108 @@ void check_cpu(const torch::Tensor& t, const char* op) {
 
 class MpiWork : public Work {
  public:
-  MpiWork(MPI_Request req, torch::Tensor keep) : req_(req), keep_(std::move(keep)) {}
+  // `then` runs once, after the request completes, before wait() returns.
+  MpiWork(MPI_Request req, torch::Tensor keep, std::string op, std::shared_ptr<Watchdog> watchdog,
+          std::function<void()> then = nullptr)
+      : req_(req), keep_(std::move(keep)), op_(std::move(op)), watchdog_(std::move(watchdog)), then_(std::move(then)) {}
   ~MpiWork() override {
-    if (req_ != MPI_REQUEST_NULL) MPI_Wait(&req_, MPI_STATUS_IGNORE);
+    // Never block in a destructor on a job that already failed (it may never complete);
+    // otherwise finish the request, bounded by the watchdog.
+    if (req_ == MPI_REQUEST_NULL || collectives_broken()) return;
+    try {
+      wait_request(req_, op_, *watchdog_);
+    } catch (const std::exception&) {  // the job is ending already; its first error was reported
+    }
   }
   void wait() override {
-    if (MPI_Wait(&req_, MPI_STATUS_IGNORE) != MPI_SUCCESS) throw DistError("MPI_Wait on all-reduce failed");
+    wait_request(req_, op_, *watchdog_);
+    if (then_) std::exchange(then_, nullptr)();
   }
   bool test() override {
     int done = 0;
-    MPI_Test(&req_, &done, MPI_STATUS_IGNORE);
+    if (MPI_Test(&req_, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) wait();  // wait() reports the error
     return done != 0;
   }
 
  private:
   MPI_Request req_;
   torch::Tensor keep_;  // the buffer must outlive the request
+  std::string op_;
+  std::shared_ptr<Watchdog> watchdog_;
+  std::function<void()> then_;
 };
 
 class MpiCommunicator : public Communicator {
  public:
-  explicit MpiCommunicator(const ProcessGroup& g) : rank_(g.rank()), world_(g.world_size()) {
+  MpiCommunicator(const ProcessGroup& g, double timeout_s) : rank_(g.rank()), world_(g.world_size()) {
     // A private communicator: our collectives never match anyone else's on COMM_WORLD.
+    // Errors come back as codes (and become DistError naming the collective) instead of
+    // Open MPI aborting the process with a message of its own.
     MPI_Comm_dup(MPI_COMM_WORLD, &comm_);
+    MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+    watchdog_ = std::make_shared<Watchdog>(timeout_s, comm_);
   }
-  ~MpiCommunicator() override { MPI_Comm_free(&comm_); }
+  ~MpiCommunicator() override {
+    if (!collectives_broken()) MPI_Comm_free(&comm_);
+  }
   std::string name() const override { return "mpi"; }
   int rank() const override { return rank_; }
   int world_size() const override { return world_; }
   torch::Device device() const override { return torch::kCPU; }
+  void set_phase(const std::string& phase) override { watchdog_->set_phase(phase); }
 
   std::unique_ptr<Work> all_reduce_sum(torch::Tensor t) override {
     check_cpu(t, "all_reduce");
     MPI_Request req;
-    if (MPI_Iallreduce(MPI_IN_PLACE, t.data_ptr(), static_cast<int>(t.numel()), mpi_type(t), MPI_SUM, comm_, &req) !=
-        MPI_SUCCESS)
-      throw DistError("MPI_Iallreduce failed");
-    return std::make_unique<MpiWork>(req, t);
+    watchdog_->next_sequence();
+    check_posted(
+        MPI_Iallreduce(MPI_IN_PLACE, t.data_ptr(), static_cast<int>(t.numel()), mpi_type(t), MPI_SUM, comm_, &req),
+        "MPI_Iallreduce");
+    return std::make_unique<MpiWork>(req, t, describe_collective("all_reduce", t), watchdog_);
+  }
+  std::unique_ptr<Work> all_reduce_sum_rank_order(torch::Tensor t) override {
+    check_cpu(t, "all_reduce");
+    auto rows = torch::empty({world_, t.numel()}, t.options());
+    MPI_Request req;
+    watchdog_->next_sequence();
+    const int n = static_cast<int>(t.numel());
+    check_posted(MPI_Iallgather(t.data_ptr(), n, mpi_type(t), rows.data_ptr(), n, mpi_type(t), comm_, &req),
+                 "MPI_Iallgather");
+    auto sum = [t, rows]() mutable {
+      torch::NoGradGuard no_grad;
+      auto flat = t.view({-1});
+      flat.copy_(rows[0]);
+      for (int64_t r = 1; r < rows.size(0); ++r) flat.add_(rows[r]);
+    };
+    return std::make_unique<MpiWork>(req, rows, describe_collective("all_reduce (rank order)", t), watchdog_, sum);
   }
   void broadcast(torch::Tensor t, int root) override {
     check_cpu(t, "broadcast");
-    if (MPI_Bcast(t.data_ptr(), static_cast<int>(t.numel()), mpi_type(t), root, comm_) != MPI_SUCCESS)
-      throw DistError("MPI_Bcast failed");
+    MPI_Request req;
+    watchdog_->next_sequence();
+    check_posted(MPI_Ibcast(t.data_ptr(), static_cast<int>(t.numel()), mpi_type(t), root, comm_, &req), "MPI_Ibcast");
+    wait_request(req, describe_collective("broadcast", t), *watchdog_);
   }
-  void barrier() override { MPI_Barrier(comm_); }
+  void barrier() override {
+    MPI_Request req;
+    watchdog_->next_sequence();
+    check_posted(MPI_Ibarrier(comm_, &req), "MPI_Ibarrier");
+    wait_request(req, "barrier", *watchdog_);
+  }
   std::vector<std::string> all_gather_bytes(const std::string& mine) override {
-    return gather_bytes(mine, world_, comm_);
+    return gather_bytes(mine, world_, comm_, *watchdog_);
   }
 
  private:
   int rank_, world_;
   MPI_Comm comm_;
+  std::shared_ptr<Watchdog> watchdog_;
 };
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_mpi_communicator(const ProcessGroup& group) {
-  return std::make_unique<MpiCommunicator>(group);
+std::unique_ptr<Communicator> make_mpi_communicator(const ProcessGroup& group, double timeout_s) {
+  return std::make_unique<MpiCommunicator>(group, timeout_s);
 }
 
 }  // namespace nmt::dist

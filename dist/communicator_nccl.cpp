@@ -2,6 +2,12 @@
 // collective runs on a dedicated high-priority stream, ordered against the compute
 // stream with events in both directions, so neither the host nor the compute stream ever
 // waits for communication that it does not depend on.
+//
+// Since the host never blocks on a collective, the watchdog (dist.timeout_s) is a thread:
+// it follows every collective's completion event and polls NCCL's asynchronous error
+// state; on a timeout or an error it prints what, where and when, aborts the NCCL
+// communicator (ncclCommAbort: ncclCommDestroy could block on a dead peer) and ends the
+// job (torch's NCCL watchdog with async error handling does the same).
 #include "dist/communicator_nccl.h"
 
 #include <ATen/cuda/CUDAEvent.h>
@@ -9,11 +15,22 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime.h>
+#include <fmt/format.h>
 #include <mpi.h>
 #include <nccl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <mutex>
+#include <thread>
 
 #include "dist/dist_error.h"
 #include "dist/mpi_gather.h"
+#include "dist/watchdog.h"
 
 namespace nmt::dist {
 namespace {
@@ -48,22 +65,115 @@ class NcclWork : public Work {
   c10::cuda::CUDAStream compute_;
 };
 
+// Follows the collectives in flight (in issue order, which is completion order on one
+// stream) and NCCL's async error state; ends the job on a timeout or an error.
+class NcclMonitor {
+ public:
+  using Clock = std::chrono::steady_clock;
+  NcclMonitor(ncclComm_t comm, double timeout_s, const ProcessGroup& group, const Watchdog& names)
+      : comm_(comm), timeout_s_(timeout_s), group_(group), rank_(group.rank()), host_(names.host(group.rank())) {
+    thread_ = std::thread([this] { loop(); });
+  }
+  ~NcclMonitor() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void track(std::shared_ptr<at::cuda::CUDAEvent> done, std::string op, int64_t seq, std::string phase) {
+    std::lock_guard<std::mutex> lock(mu_);
+    in_flight_.push_back({std::move(done), std::move(op), seq, std::move(phase), Clock::now()});
+  }
+
+ private:
+  struct InFlight {
+    std::shared_ptr<at::cuda::CUDAEvent> done;
+    std::string op;
+    int64_t seq;
+    std::string phase;
+    Clock::time_point start;
+  };
+  void loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stop_) {
+      cv_.wait_for(lock, std::chrono::milliseconds(100));
+      while (!in_flight_.empty() && in_flight_.front().done->query()) in_flight_.pop_front();
+      ncclResult_t async = ncclSuccess;
+      ncclCommGetAsyncError(comm_, &async);
+      if (async != ncclSuccess && async != ncclInProgress) {
+        const std::string what = in_flight_.empty() ? std::string("no collective in flight")
+                                                    : fmt::format("collective {} #{} during {}", in_flight_.front().op,
+                                                                  in_flight_.front().seq, in_flight_.front().phase);
+        fail(fmt::format("NCCL reported an asynchronous error ({}) on rank {} (host {}, pid {}); {}",
+                         ncclGetErrorString(async), rank_, host_, getpid(), what));
+      }
+      if (!in_flight_.empty()) {
+        const InFlight& f = in_flight_.front();
+        const double waited = std::chrono::duration<double>(Clock::now() - f.start).count();
+        if (waited > timeout_s_)
+          fail(fmt::format("collective {} #{} during {} did not complete within dist.timeout_s = {:g} s (waited {:.1f} s) "
+                           "on rank {} (host {}, pid {}): a peer is dead, hung or unreachable",
+                           f.op, f.seq, f.phase, timeout_s_, waited, rank_, host_, getpid()));
+      }
+    }
+  }
+  [[noreturn]] void fail(const std::string& message) {
+    mark_collectives_broken();
+    std::fprintf(stderr, "nmtrain[rank %d]: error: %s\n", rank_, message.c_str());
+    std::fflush(stderr);
+    ncclCommAbort(comm_);  // frees the GPU kernels stuck in the collective
+    group_.abort(kFaultExit);
+  }
+
+  ncclComm_t comm_;
+  double timeout_s_;
+  const ProcessGroup& group_;
+  int rank_;
+  std::string host_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<InFlight> in_flight_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
 class NcclCommunicator : public Communicator {
  public:
-  NcclCommunicator(const ProcessGroup& g, const torch::Device& device)
+  NcclCommunicator(const ProcessGroup& g, const torch::Device& device, double timeout_s)
       : rank_(g.rank()), world_(g.world_size()), device_(device),
         stream_(c10::cuda::getStreamFromPool(/*isHighPriority=*/true, device.index())) {
+    // Host-side objects (the unique id, gathered bytes) travel over MPI, under the
+    // same watchdog as the MPI backend's collectives.
+    MPI_Comm_dup(MPI_COMM_WORLD, &mpi_comm_);
+    MPI_Comm_set_errhandler(mpi_comm_, MPI_ERRORS_RETURN);
+    watchdog_ = std::make_unique<Watchdog>(timeout_s, mpi_comm_);
     ncclUniqueId id;
     if (rank_ == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
-    MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
+    MPI_Request req;
+    watchdog_->next_sequence();
+    check_posted(MPI_Ibcast(&id, sizeof(id), MPI_BYTE, 0, mpi_comm_, &req), "MPI_Ibcast");
+    wait_request(req, "broadcast of the NCCL unique id", *watchdog_);
     c10::cuda::CUDAGuard guard(device_);
     check_nccl(ncclCommInitRank(&comm_, world_, id, rank_), "ncclCommInitRank");
+    monitor_ = std::make_unique<NcclMonitor>(comm_, timeout_s, g, *watchdog_);
   }
-  ~NcclCommunicator() override { ncclCommDestroy(comm_); }
+  ~NcclCommunicator() override {
+    monitor_.reset();
+    // After a failure ncclCommDestroy could wait for a peer that will never come.
+    if (collectives_broken()) {
+      ncclCommAbort(comm_);
+      return;
+    }
+    ncclCommDestroy(comm_);
+    MPI_Comm_free(&mpi_comm_);
+  }
   std::string name() const override { return "nccl"; }
   int rank() const override { return rank_; }
   int world_size() const override { return world_; }
   torch::Device device() const override { return device_; }
+  void set_phase(const std::string& phase) override { watchdog_->set_phase(phase); }
 
   std::unique_ptr<Work> all_reduce_sum(torch::Tensor t) override {
     check(t, "all_reduce");
@@ -76,6 +186,32 @@ class NcclCommunicator : public Communicator {
     c10::cuda::CUDACachingAllocator::recordStream(t.storage().data_ptr(), stream_);
     auto done = std::make_shared<at::cuda::CUDAEvent>();
     done->record(stream_);
+    monitor_->track(done, describe_collective("all_reduce", t), watchdog_->next_sequence(), watchdog_->phase());
+    return std::make_unique<NcclWork>(done, compute);
+  }
+  std::unique_ptr<Work> all_reduce_sum_rank_order(torch::Tensor t) override {
+    check(t, "all_reduce");
+    c10::cuda::CUDAGuard guard(device_);
+    auto compute = c10::cuda::getCurrentCUDAStream(device_.index());
+    order_after(compute);
+    torch::Tensor rows;
+    {
+      // Allocated, gathered into and summed on the comm stream: the compute stream waits
+      // for the result through the returned work, as for all_reduce_sum.
+      c10::cuda::CUDAStreamGuard on_comm(stream_);
+      rows = torch::empty({world_, t.numel()}, t.options());
+      check_nccl(ncclAllGather(t.data_ptr(), rows.data_ptr(), t.numel(), nccl_type(t), comm_, stream_.stream()),
+                 "ncclAllGather");
+      torch::NoGradGuard no_grad;
+      auto flat = t.view({-1});
+      flat.copy_(rows[0]);
+      for (int64_t r = 1; r < world_; ++r) flat.add_(rows[r]);
+    }
+    c10::cuda::CUDACachingAllocator::recordStream(t.storage().data_ptr(), stream_);
+    auto done = std::make_shared<at::cuda::CUDAEvent>();
+    done->record(stream_);
+    monitor_->track(done, describe_collective("all_reduce (rank order)", t), watchdog_->next_sequence(),
+                    watchdog_->phase());
     return std::make_unique<NcclWork>(done, compute);
   }
   void broadcast(torch::Tensor t, int root) override {
@@ -85,9 +221,10 @@ class NcclCommunicator : public Communicator {
     order_after(compute);
     check_nccl(ncclBroadcast(t.data_ptr(), t.data_ptr(), t.numel(), nccl_type(t), root, comm_, stream_.stream()),
                "ncclBroadcast");
-    at::cuda::CUDAEvent done;
-    done.record(stream_);
-    done.block(compute);
+    auto done = std::make_shared<at::cuda::CUDAEvent>();
+    done->record(stream_);
+    done->block(compute);
+    monitor_->track(done, describe_collective("broadcast", t), watchdog_->next_sequence(), watchdog_->phase());
   }
   void barrier() override {
     auto one = torch::ones({1}, torch::TensorOptions().device(device_));
@@ -95,7 +232,7 @@ class NcclCommunicator : public Communicator {
     c10::cuda::getCurrentCUDAStream(device_.index()).synchronize();
   }
   std::vector<std::string> all_gather_bytes(const std::string& mine) override {
-    return gather_bytes(mine, world_, MPI_COMM_WORLD);  // small host objects: MPI bootstrapped us anyway
+    return gather_bytes(mine, world_, mpi_comm_, *watchdog_);  // small host objects: MPI bootstrapped us anyway
   }
 
  private:
@@ -114,13 +251,17 @@ class NcclCommunicator : public Communicator {
   torch::Device device_;
   c10::cuda::CUDAStream stream_;
   ncclComm_t comm_ = nullptr;
+  MPI_Comm mpi_comm_ = MPI_COMM_NULL;
+  std::unique_ptr<Watchdog> watchdog_;
+  std::unique_ptr<NcclMonitor> monitor_;
 };
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_nccl_communicator(const ProcessGroup& group, const torch::Device& device) {
+std::unique_ptr<Communicator> make_nccl_communicator(const ProcessGroup& group, const torch::Device& device,
+                                                     double timeout_s) {
   if (!device.is_cuda()) throw DistError("NCCL backend needs a CUDA device, got " + device.str());
-  return std::make_unique<NcclCommunicator>(group, device);
+  return std::make_unique<NcclCommunicator>(group, device, timeout_s);
 }
 
 }  // namespace nmt::dist

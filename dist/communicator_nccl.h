@@ -5,6 +5,9 @@ namespace nmt::dist {
 
 // NCCL backend: CUDA tensors on `device` (one GPU per local rank). Compiled only with
 // NMTRAIN_WITH_CUDA, against the NCCL the torch wheel loads.
-std::unique_ptr<Communicator> make_nccl_communicator(const ProcessGroup& group, const torch::Device& device);
+// A collective not done within `timeout_s` (or an NCCL async error) aborts the
+// communicator and ends the job (exit kFaultExit).
+std::unique_ptr<Communicator> make_nccl_communicator(const ProcessGroup& group, const torch::Device& device,
+                                                     double timeout_s);
 
 }  // namespace nmt::dist

@@ -9,6 +9,9 @@ struct DistConfig {
   std::string backend = "auto";  // auto|nccl|mpi: auto = NCCL for CUDA tensors, MPI for CPU ones
   double bucket_mb = 25.0;       // gradient bucket size cap in MiB
   int64_t check_params_interval = 0;  // every N updates check parameters agree across ranks (0 = off)
+  double timeout_s = 600;        // a rank waiting longer than this in any collective ends the job (hung peer, cut link)
+  bool deterministic_reduce = false;  // sum gradients in rank order: N ranks == 1 rank x update_freq N, bitwise
+  bool overlap = true;           // start each gradient bucket's all-reduce during backward (false: after it, for measuring)
 };
 
 }  // namespace nmt::dist

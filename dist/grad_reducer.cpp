@@ -2,8 +2,9 @@
 
 namespace nmt::dist {
 
-GradReducer::GradReducer(std::vector<torch::Tensor> params, Communicator& comm, double bucket_mb)
-    : params_(std::move(params)), comm_(comm) {
+GradReducer::GradReducer(std::vector<torch::Tensor> params, Communicator& comm, double bucket_mb, bool overlap,
+                         bool rank_order)
+    : params_(std::move(params)), comm_(comm), overlap_(overlap), rank_order_(rank_order) {
   const int64_t cap = static_cast<int64_t>(bucket_mb * 1024 * 1024);
   bucket_of_.resize(params_.size());
   std::vector<size_t> cur;
@@ -49,7 +50,7 @@ GradReducer::~GradReducer() {
 }
 
 void GradReducer::arm() {
-  armed_ = comm_.world_size() > 1;
+  armed_ = comm_.world_size() > 1 && overlap_;
   started_during_backward_ = 0;
   for (size_t b = 0; b < buckets_.size(); ++b) pending_[b] = static_cast<int64_t>(buckets_[b].size());
   std::fill(ready_.begin(), ready_.end(), false);
@@ -79,7 +80,7 @@ void GradReducer::launch(size_t b) {
     flat_[b].narrow(0, at, g.numel()).copy_(g.reshape({-1}));
     at += g.numel();
   }
-  work_[b] = comm_.all_reduce_sum(flat_[b]);
+  work_[b] = rank_order_ ? comm_.all_reduce_sum_rank_order(flat_[b]) : comm_.all_reduce_sum(flat_[b]);
   if (armed_) ++started_during_backward_;
 }
 

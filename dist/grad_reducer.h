@@ -14,7 +14,12 @@ namespace nmt::dist {
 class GradReducer {
  public:
   // `params` in model order; their .grad must be defined (zeros) before the first backward.
-  GradReducer(std::vector<torch::Tensor> params, Communicator& comm, double bucket_mb);
+  // `overlap` false: no bucket starts before finish() (dist.overlap, to measure what the
+  // overlap with backward hides).
+  // `rank_order`: buckets are summed with all_reduce_sum_rank_order (bitwise equal to one
+  // rank accumulating every micro-batch).
+  GradReducer(std::vector<torch::Tensor> params, Communicator& comm, double bucket_mb, bool overlap = true,
+              bool rank_order = false);
   ~GradReducer();
 
   // Parameter indices of each bucket, in reduction order.
@@ -44,6 +49,8 @@ class GradReducer {
   std::vector<std::unique_ptr<Work>> work_;
   std::vector<bool> ready_;
   size_t next_launch_ = 0;                 // buckets start in index order
+  bool overlap_ = true;
+  bool rank_order_ = false;
   bool armed_ = false;
   int64_t started_during_backward_ = 0;
   std::vector<std::pair<torch::Tensor, unsigned>> hooks_;

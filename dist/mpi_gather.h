@@ -6,8 +6,20 @@
 #include <string>
 #include <vector>
 
+#include "dist/watchdog.h"
+
 namespace nmt::dist {
 
-std::vector<std::string> gather_bytes(const std::string& mine, int world, MPI_Comm comm);
+// Non-blocking collectives waited on through `watchdog`, so a hung peer times out here too.
+std::vector<std::string> gather_bytes(const std::string& mine, int world, MPI_Comm comm, Watchdog& watchdog);
+
+// Waits for `req` through `watchdog`; MPI errors become DistError naming `op`.
+void wait_request(MPI_Request& req, const std::string& op, Watchdog& watchdog);
+
+// Throws DistError naming `call` unless `rc` is MPI_SUCCESS (a collective's posting).
+void check_posted(int rc, const char* call);
+
+// MPI's text for an error code.
+std::string mpi_error_text(int code);
 
 }  // namespace nmt::dist

@@ -2,6 +2,8 @@
 
 #include <mpi.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
 
 #include "dist/dist_error.h"
@@ -25,6 +27,13 @@ ProcessGroup::ProcessGroup(int* argc, char*** argv) {
   MPI_Comm_rank(local, &local_rank_);
   MPI_Comm_size(local, &local_size_);
   MPI_Comm_free(&local);
+  char name[256] = {0};
+  host_ = gethostname(name, sizeof(name) - 1) == 0 ? name : "?";
+}
+
+std::string ProcessGroup::label(const std::string& program) const {
+  if (world_size_ == 1) return program;
+  return program + "[rank " + std::to_string(rank_) + " on " + host_ + "]";
 }
 
 ProcessGroup::~ProcessGroup() {
@@ -34,6 +43,9 @@ ProcessGroup::~ProcessGroup() {
 }
 
 void ProcessGroup::abort(int code) const {
+  // MPI_Abort asks the launcher to end every rank; should that itself hang (the launcher
+  // unreachable behind a cut link), the alarm's default action ends this process anyway.
+  alarm(20);
   MPI_Abort(MPI_COMM_WORLD, code);
   std::_Exit(code);  // MPI_Abort does not return; this keeps the compiler sure of it
 }

@@ -19,12 +19,18 @@ class ProcessGroup {
   int local_rank() const { return local_rank_; }
   int local_size() const { return local_size_; }
   bool is_main() const { return rank_ == 0; }
+  const std::string& host() const { return host_; }  // this process's host name
+  // How a process of a multi-rank job names itself in messages: "train[rank 2 on node07]";
+  // just `program` when alone.
+  std::string label(const std::string& program) const;
 
   // Ends every rank of the job with `code` (after one rank failed): never hangs the others.
+  // Every failing main calls this before MPI_Finalize could wait on a lost peer.
   [[noreturn]] void abort(int code) const;
 
  private:
   int rank_ = 0, world_size_ = 1, local_rank_ = 0, local_size_ = 1;
+  std::string host_;
 };
 
 }  // namespace nmt::dist

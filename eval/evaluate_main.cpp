@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "bleu")
     return nmt::trainer::run_main("evaluate bleu", [&] { return bleu_command(argc - 1, argv + 1); });
   nmt::dist::ProcessGroup group(&argc, &argv);
-  const std::string name = group.world_size() > 1 ? "evaluate[rank " + std::to_string(group.rank()) + "]" : "evaluate";
+  const std::string name = group.label("evaluate");
   const int rc = nmt::trainer::run_main(name, [&] {
     CLI::App app("Translate a split with a checkpoint and score it with BLEU. `evaluate bleu --hyp H --ref R` scores files.");
     nmt::trainer::ConfigArgs args;

@@ -69,7 +69,7 @@ case $mode in
     rc=$?
     took=$(( $(date +%s) - start ))
     [ $rc -ne 0 ] || fail "the job exited 0 after a rank failed"
-    grep -q "train\[rank 1\]: error: injected fault on rank 1 at update 3" f.log || { cat f.log; fail "rank 1's message missing"; }
+    grep -q "train\[rank 1 on $(hostname)\]: error: injected fault on rank 1 at update 3" f.log || { cat f.log; fail "rank 1's message missing"; }
     [ $took -lt 60 ] || fail "took ${took}s to end"
     echo "fault: rank 1 failed at update 3; job ended with exit $rc in ${took}s"
     ;;

@@ -17,14 +17,11 @@
 #include <string>
 #include <vector>
 
+#include "trainer/checkpoint_error.h"
+
 namespace nmt::trainer {
 
 inline constexpr int64_t kCheckpointFormatVersion = 1;
-
-class CheckpointError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 struct Checkpoint {
   c10::Dict<std::string, torch::Tensor> model;

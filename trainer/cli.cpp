@@ -3,6 +3,12 @@
 #include <cstdio>
 #include <exception>
 
+#include "data/data_error.h"
+#include "dist/dist_error.h"
+#include "trainer/checkpoint_error.h"
+#include "trainer/config_error.h"
+#include "trainer/exit_codes.h"
+
 namespace nmt::trainer {
 
 void add_config_options(CLI::App& app, ConfigArgs& args) {
@@ -26,18 +32,30 @@ int parse_cli(CLI::App& app, int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);  // help to stdout with 0; usage errors to stderr with non-zero
+    const int rc = app.exit(e);  // help to stdout; usage errors to stderr
+    return rc == 0 ? kExitOk : kExitBadInput;
   }
   return -1;
 }
 
 int run_main(const std::string& program, const std::function<int()>& body) {
-  try {
-    return body();
-  } catch (const std::exception& e) {
+  auto report = [&](const std::exception& e, int code) {
     std::fprintf(stderr, "%s: error: %s\n", program.c_str(), e.what());
     std::fflush(stderr);
-    return 1;
+    return code;
+  };
+  try {
+    return body();
+  } catch (const ConfigError& e) {
+    return report(e, kExitBadInput);
+  } catch (const data::DataError& e) {
+    return report(e, kExitBadInput);
+  } catch (const CheckpointError& e) {
+    return report(e, kExitBadInput);
+  } catch (const dist::DistError& e) {
+    return report(e, kExitFault);
+  } catch (const std::exception& e) {
+    return report(e, kExitFailed);
   }
 }
 

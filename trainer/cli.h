@@ -23,11 +23,13 @@ void add_config_options(CLI::App& app, ConfigArgs& args);
 // Loads and validates the configuration; with --print-config prints it and returns false.
 bool resolve_config(const ConfigArgs& args, Needs needs, Config* cfg);
 
-// Parses the command line; returns -1 to go on, else the exit code (--help, usage error).
+// Parses the command line; returns -1 to go on, else the exit code (0 for --help, 2 for a
+// usage error: trainer/exit_codes.h).
 int parse_cli(CLI::App& app, int argc, char** argv);
 
 // Runs `body`, mapping CLI11's help/usage exits and any exception to a message on stderr
-// (prefixed with `program`) and an exit code. Library code throws; only this catches.
+// (prefixed with `program`) and an exit code (trainer/exit_codes.h: bad input 2, fault 3,
+// any other failure 1). Library code throws; only this catches.
 int run_main(const std::string& program, const std::function<int()>& body);
 
 }  // namespace nmt::trainer

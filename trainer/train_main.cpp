@@ -9,7 +9,7 @@
 int main(int argc, char** argv) {
   nmt::trainer::keep_freed_memory_mapped();
   nmt::dist::ProcessGroup group(&argc, &argv);
-  const std::string name = group.world_size() > 1 ? "train[rank " + std::to_string(group.rank()) + "]" : "train";
+  const std::string name = group.label("train");
   const int rc = nmt::trainer::run_main(name, [&] {
     CLI::App app("Train a Transformer translation model (single process, or one rank per GPU under mpirun).");
     nmt::trainer::ConfigArgs args;

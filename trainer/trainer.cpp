@@ -19,6 +19,7 @@
 #include "trainer/flops.h"
 #include "trainer/loss.h"
 #include "trainer/model_setup.h"
+#include "trainer/shared_paths.h"
 #include "trainer/stop_signal.h"
 
 namespace fs = std::filesystem;
@@ -57,6 +58,7 @@ Trainer::Trainer(const Config& cfg, const dist::ProcessGroup& group, BleuValidat
       schedule_(cfg.schedule, cfg.model.d_model), log_(cfg.train.save_dir, group.is_main()), bleu_(std::move(bleu)) {
   torch::set_num_threads(static_cast<int>(cfg_.train.threads));
   comm_ = dist::make_communicator(cfg_.dist, group_, device_);
+  check_every_rank_sees_the_run(cfg_, *comm_);  // before any rank reads shards: one message names the host
   train_ = std::make_unique<data::ShardedCorpus>(cfg_.data.shard_dir, cfg_.data.train_split);
   valid_ = std::make_unique<data::ShardedCorpus>(cfg_.data.shard_dir, cfg_.data.valid_split);
   special_ = train_->manifest().special;
@@ -83,7 +85,8 @@ Trainer::Trainer(const Config& cfg, const dist::ProcessGroup& group, BleuValidat
   model_->train();
   for (auto& p : model_->parameters()) p.mutable_grad() = torch::zeros_like(p);  // reducer needs defined grads
   optim_ = std::make_unique<Adam>(named_params(*model_), cfg_.optim);
-  reducer_ = std::make_unique<dist::GradReducer>(model_->parameters(), *comm_, cfg_.dist.bucket_mb);
+  reducer_ = std::make_unique<dist::GradReducer>(model_->parameters(), *comm_, cfg_.dist.bucket_mb,
+                                                  cfg_.dist.overlap, cfg_.dist.deterministic_reduce);
   planner_ = std::make_unique<data::BatchPlanner>(
       train_->src_lengths(), train_->tgt_lengths(),
       data::PlanOptions{cfg_.data.max_tokens, static_cast<uint64_t>(cfg_.train.seed), group_.world_size(),
@@ -105,6 +108,7 @@ Trainer::StepTimes& Trainer::StepTimes::operator+=(const StepTimes& o) {
 }
 
 Trainer::StepResult Trainer::train_step(const std::vector<data::MicroBatch>& mine) {
+  comm_->set_phase(fmt::format("update {}", update_ + 1));
   StepResult r;
   auto mark = std::chrono::steady_clock::now();
   auto lap = [&mark](double& into) {  // adds the time since the last lap to `into`
@@ -326,6 +330,7 @@ bool Trainer::handle_nonfinite(const std::string& what) {
 }
 
 Trainer::Validation Trainer::validate() {
+  comm_->set_phase(fmt::format("validation after update {}", update_));
   torch::NoGradGuard no_grad;
   model_->eval();
   const auto& batches = valid_batches_;
@@ -348,6 +353,7 @@ Trainer::Validation Trainer::validate() {
 }
 
 Checkpoint Trainer::make_checkpoint() {
+  comm_->set_phase(fmt::format("checkpoint at update {}", update_));
   Checkpoint c;
   c.model = model_weights(*model_);
   c.optimizer = optim_->state_dict();
@@ -539,6 +545,7 @@ void Trainer::start_from(const std::string& path) {
 void Trainer::run(const std::string& resume) {
   // Rank 0 (which writes checkpoints) decides which one every rank resumes from; a rank
   // that cannot read it fails, and the job with it.
+  comm_->set_phase(resume.empty() ? "start" : "resume");
   std::string path = resume;
   std::optional<Checkpoint> preloaded;  // rank 0 of resume auto has read it already
   if (resume == "auto") {
@@ -575,6 +582,7 @@ void Trainer::run(const std::string& resume) {
   const int64_t first_update = update_;
   int stop_signal = 0;
   for (;;) {
+    comm_->set_phase(fmt::format("update {} (start)", update_ + 1));
     epoch_ = planner_->state().epoch;
     // One all-reduce decides for every rank: rank 0's clock, and any rank's signal.
     auto flags = torch::tensor({group_.is_main() && cfg_.train.max_minutes > 0 &&
@@ -589,6 +597,7 @@ void Trainer::run(const std::string& resume) {
       flags = flags.cpu();
     }
     if (flags[1].item<double>() > 0) {
+      comm_->set_phase(fmt::format("stop after update {}", update_));
       stop_signal = signals.received() ? signals.received() : SIGTERM;
       break;
     }
@@ -636,7 +645,7 @@ void Trainer::run(const std::string& resume) {
                           "train --config <config> --resume auto",
                           stop_signal, update_, cfg_.train.save_dir));
     if (!group_.is_main())
-      std::fprintf(stderr, "train[rank %d]: stopped by signal %d after update %lld\n", group_.rank(), stop_signal,
+      std::fprintf(stderr, "%s: stopped by signal %d after update %lld\n", group_.label("train").c_str(), stop_signal,
                    static_cast<long long>(update_));
     return;
   }

@@ -1,0 +1,134 @@
+#include "dist/watchdog.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+
+namespace nmt::dist {
+namespace {
+
+std::atomic<bool> g_broken{false};  // MPI's state is per process, so is its brokenness
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// How long the survivors listen for each other after a timeout: long enough to cover the
+// skew between ranks entering the same collective, short against the timeout itself.
+double grace_s(double timeout_s) { return std::clamp(0.1 * timeout_s, 2.0, 30.0); }
+
+constexpr int kNoticeTag = 7001;
+
+std::string local_host() {
+  char name[256] = {0};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "?";
+  return name;
+}
+
+}  // namespace
+
+bool collectives_broken() { return g_broken.load(); }
+void mark_collectives_broken() { g_broken.store(true); }
+
+Watchdog::Watchdog(double timeout_s, MPI_Comm world) : timeout_s_(timeout_s) {
+  MPI_Comm_rank(world, &rank_);
+  MPI_Comm_size(world, &world_);
+  MPI_Comm_dup(world, &notice_comm_);
+  MPI_Comm_set_errhandler(notice_comm_, MPI_ERRORS_RETURN);
+  // Host names, fixed width, in rank order: the messages name where each rank runs.
+  char mine[64] = {0};
+  const std::string host = local_host();
+  std::copy_n(host.begin(), std::min<size_t>(host.size(), sizeof(mine) - 1), mine);
+  std::vector<char> all(sizeof(mine) * static_cast<size_t>(world_));
+  MPI_Allgather(mine, sizeof(mine), MPI_CHAR, all.data(), sizeof(mine), MPI_CHAR, world);
+  for (int r = 0; r < world_; ++r) hosts_.emplace_back(all.data() + sizeof(mine) * static_cast<size_t>(r));
+}
+
+Watchdog::~Watchdog() {
+  if (!collectives_broken() && notice_comm_ != MPI_COMM_NULL) MPI_Comm_free(&notice_comm_);
+}
+
+void Watchdog::wait(const std::string& op, const std::function<bool()>& done) {
+  if (done()) return;
+  const auto start = Clock::now();
+  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s_));
+  // Spin first (the reduction usually finishes within microseconds of the last peer's
+  // arrival), then yield the core (ranks may share cores), then nap once the wait is long.
+  for (int64_t polls = 1;; ++polls) {
+    if (done()) return;
+    if (polls < 1000) continue;
+    const auto now = Clock::now();
+    if (now > deadline) break;
+    if (now - start < std::chrono::seconds(1)) std::this_thread::yield();
+    else std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  mark_collectives_broken();
+  const double waited = since(start);
+  std::string message = arrival_report(op, waited);
+  throw CollectiveTimeout(message);
+}
+
+std::string Watchdog::arrival_report(const std::string& op, double waited_s) {
+  const int64_t seq = sequence_;
+  std::vector<int64_t> mine = {seq, rank_}, got(2 * static_cast<size_t>(world_), -1);
+  std::vector<MPI_Request> sends, recvs(static_cast<size_t>(world_), MPI_REQUEST_NULL);
+  for (int p = 0; p < world_; ++p) {
+    if (p == rank_) continue;
+    MPI_Request s;
+    if (MPI_Isend(mine.data(), 2, MPI_INT64_T, p, kNoticeTag, notice_comm_, &s) == MPI_SUCCESS) sends.push_back(s);
+    MPI_Irecv(got.data() + 2 * p, 2, MPI_INT64_T, p, kNoticeTag, notice_comm_, &recvs[static_cast<size_t>(p)]);
+  }
+  // Listen for the whole window: a peer that timed out a little later than us still counts.
+  const double grace = grace_s(timeout_s_);
+  const auto start = Clock::now();
+  std::vector<bool> heard(static_cast<size_t>(world_), false);
+  heard[static_cast<size_t>(rank_)] = true;
+  while (since(start) < grace) {
+    bool all = true;
+    for (int p = 0; p < world_; ++p) {
+      if (heard[static_cast<size_t>(p)]) continue;
+      int flag = 0;
+      if (MPI_Test(&recvs[static_cast<size_t>(p)], &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS && flag)
+        heard[static_cast<size_t>(p)] = true;
+      else all = false;
+    }
+    if (all) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  std::vector<std::string> waiting, elsewhere, silent;
+  for (int p = 0; p < world_; ++p) {
+    if (p == rank_) continue;
+    const std::string who = fmt::format("{} ({})", p, hosts_[static_cast<size_t>(p)]);
+    if (!heard[static_cast<size_t>(p)]) silent.push_back(who);
+    else if (got[2 * p] == seq) waiting.push_back(who);
+    else elsewhere.push_back(fmt::format("{} in collective #{}", who, got[2 * p]));
+  }
+  std::string msg = fmt::format(
+      "collective {} #{} during {} did not complete within dist.timeout_s = {:g} s (waited {:.1f} s) on rank {} "
+      "(host {}, pid {})",
+      op, seq, phase_, timeout_s_, waited_s, rank_, hosts_[static_cast<size_t>(rank_)], getpid());
+  if (!silent.empty())
+    msg += fmt::format("; ranks that did not arrive (no word within {:g} s: dead, hung or unreachable): {}", grace,
+                       fmt::join(silent, ", "));
+  if (!elsewhere.empty()) msg += fmt::format("; ranks stuck in a different collective: {}", fmt::join(elsewhere, ", "));
+  if (!waiting.empty()) msg += fmt::format("; ranks waiting in it too: {}", fmt::join(waiting, ", "));
+  if (silent.empty() && elsewhere.empty())
+    msg += "; every rank arrived, so the transport itself stalled (a slow or broken link?)";
+  // Leave the notices in flight: MPI may never complete them now. One survivor speaks
+  // first (the lowest-ranked that heard the others); the rest give it time to end the
+  // job so that one message, not one per rank, is what the user reads first.
+  int first = rank_;
+  for (int p = 0; p < world_; ++p)
+    if (heard[static_cast<size_t>(p)] && (p == rank_ || got[2 * p] >= 0)) {
+      first = p;
+      break;
+    }
+  if (first != rank_) std::this_thread::sleep_for(std::chrono::seconds(2));
+  return msg;
+}
+
+}  // namespace nmt::dist

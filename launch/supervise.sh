@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Restarts a training job that ended with a fault, without a person: what torchrun's
+# --max-restarts does for elastic jobs. Each rerun continues from the newest valid
+# checkpoint (`--resume auto` is added unless the command already names --resume).
+#
+#   launch/supervise.sh [--max-restarts N] [--backoff S] [--max-backoff S] [--log FILE] -- COMMAND...
+#
+#   exit 0 of COMMAND   done: exit 0
+#   exit 2 of COMMAND   bad input (config, data, checkpoint, command line: trainer/exit_codes.h):
+#                       never restarted, rerunning cannot fix it; exit 2
+#   anything else       a fault (3: collective timeout or failure; a rank killed; mpirun's
+#                       own codes): rerun after S seconds, S doubling up to --max-backoff;
+#                       after N restarts give up with the last error and its exit code
+# SIGINT/SIGTERM to the supervisor go to the job, which is then not restarted.
+set -uo pipefail
+max_restarts=3 backoff=10 max_backoff=300 log=""
+usage() { echo "usage: $0 [--max-restarts N] [--backoff S] [--max-backoff S] [--log FILE] -- COMMAND..." >&2; exit 2; }
+is_count() { [[ $1 =~ ^[0-9]+$ ]]; }
+while [ $# -gt 0 ]; do
+  case $1 in
+    --max-restarts) [ $# -ge 2 ] && is_count "$2" || { echo "$0: --max-restarts needs a count >= 0, got '${2:-}'" >&2; exit 2; }
+                    max_restarts=$2; shift 2 ;;
+    --backoff) [ $# -ge 2 ] && is_count "$2" || { echo "$0: --backoff needs whole seconds >= 0, got '${2:-}'" >&2; exit 2; }
+               backoff=$2; shift 2 ;;
+    --max-backoff) [ $# -ge 2 ] && is_count "$2" || { echo "$0: --max-backoff needs whole seconds >= 0, got '${2:-}'" >&2; exit 2; }
+                   max_backoff=$2; shift 2 ;;
+    --log) [ $# -ge 2 ] || usage; log=$2; shift 2 ;;
+    --) shift; break ;;
+    *) usage ;;
+  esac
+done
+[ $# -ge 1 ] || usage
+cmd=("$@")
+[ -n "$log" ] || log=$(mktemp "${TMPDIR:-/tmp}/supervise.XXXXXX.log")
+say() { echo "supervise: $*" >&2; echo "supervise: $*" >> "$log"; }
+
+child=0 stopping=0
+forward() {
+  stopping=1
+  [ "$child" -gt 0 ] && kill -s "$1" "$child" 2> /dev/null
+}
+trap 'forward INT' INT
+trap 'forward TERM' TERM
+trap 'forward USR1' USR1
+
+attempt=0 rc=0
+while :; do
+  attempt_log=$(mktemp "${TMPDIR:-/tmp}/supervise-attempt.XXXXXX")
+  say "attempt $((attempt + 1)) (restarts left $((max_restarts - attempt))): ${cmd[*]}"
+  start=$(date +%s)
+  # stderr goes to the terminal as usual and into the attempt's log, for the last error.
+  "${cmd[@]}" 2> >(tee "$attempt_log" >&2) &
+  child=$!
+  wait "$child"
+  rc=$?
+  # `wait` returns early when a trapped signal arrives: wait for the job itself to end.
+  while kill -0 "$child" 2> /dev/null; do wait "$child"; rc=$?; done
+  child=0
+  cat "$attempt_log" >> "$log"
+  # Our own ": error: " line first; else what Open MPI said about the end of the job.
+  last_error=$(grep -E ': error: ' "$attempt_log" | tail -1)
+  [ -n "$last_error" ] || last_error=$(grep -E 'noticed that process|lost communication|Killed|ERROR' "$attempt_log" | tail -1)
+  rm -f "$attempt_log"
+  elapsed=$(($(date +%s) - start))
+  if [ "$rc" -eq 0 ]; then
+    say "job finished after $((attempt + 1)) attempt(s), $attempt restart(s)"
+    exit 0
+  fi
+  if [ "$stopping" -eq 1 ]; then
+    say "stopped by a signal (exit $rc): not restarting"
+    exit "$rc"
+  fi
+  if [ "$rc" -eq 2 ]; then
+    say "exit 2 after ${elapsed} s: bad input, not restarting. ${last_error}"
+    exit 2
+  fi
+  if [ "$attempt" -ge "$max_restarts" ]; then
+    say "giving up after $max_restarts restart(s): last exit $rc after ${elapsed} s. Last error: ${last_error:-none printed}"
+    exit "$rc"
+  fi
+  attempt=$((attempt + 1))
+  # Continue from the newest valid checkpoint from now on.
+  has_resume=0
+  for a in "${cmd[@]}"; do [ "$a" = "--resume" ] && has_resume=1; done
+  [ $has_resume -eq 1 ] || cmd+=(--resume auto)
+  say "exit $rc after ${elapsed} s (${last_error:-no error printed}); restarting in ${backoff} s with --resume auto"
+  sleep "$backoff" &
+  child=$!
+  wait "$child"
+  child=0
+  [ "$stopping" -eq 1 ] && { say "stopped by a signal during backoff"; exit "$rc"; }
+  backoff=$((backoff * 2 > max_backoff ? max_backoff : backoff * 2))
+done

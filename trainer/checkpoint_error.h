@@ -1,0 +1,12 @@
+#pragma once
+#include <stdexcept>
+
+namespace nmt::trainer {
+
+// A checkpoint that cannot be read or written; the message names the path and the field.
+class CheckpointError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace nmt::trainer
