@@ -12,8 +12,32 @@
 namespace nmt::dist {
 namespace {
 
+// MPI has no 16-bit floats: they travel as 2-byte words and are summed by our own
+// operation, in float, rounded once per addition (as NCCL sums bf16/fp16).
+template <typename T>
+void sum_16bit(void* in, void* inout, int* len, MPI_Datatype*) {
+  const T* a = static_cast<const T*>(in);
+  T* b = static_cast<T*>(inout);
+  for (int i = 0; i < *len; ++i) b[i] = T(static_cast<float>(a[i]) + static_cast<float>(b[i]));
+}
+
+MPI_Op sum_op(const torch::Tensor& t) {
+  static MPI_Op bf16 = MPI_OP_NULL, fp16 = MPI_OP_NULL;  // created once, live until MPI_Finalize
+  switch (t.scalar_type()) {
+    case torch::kBFloat16:
+      if (bf16 == MPI_OP_NULL) MPI_Op_create(&sum_16bit<c10::BFloat16>, /*commute=*/1, &bf16);
+      return bf16;
+    case torch::kFloat16:
+      if (fp16 == MPI_OP_NULL) MPI_Op_create(&sum_16bit<c10::Half>, /*commute=*/1, &fp16);
+      return fp16;
+    default: return MPI_SUM;
+  }
+}
+
 MPI_Datatype mpi_type(const torch::Tensor& t) {
   switch (t.scalar_type()) {
+    case torch::kBFloat16:
+    case torch::kFloat16: return MPI_UINT16_T;  // summed by sum_op's own function
     case torch::kFloat32: return MPI_FLOAT;
     case torch::kFloat64: return MPI_DOUBLE;
     case torch::kInt64: return MPI_INT64_T;
@@ -85,7 +109,7 @@ class MpiCommunicator : public Communicator {
     MPI_Request req;
     watchdog_->next_sequence();
     check_posted(
-        MPI_Iallreduce(MPI_IN_PLACE, t.data_ptr(), static_cast<int>(t.numel()), mpi_type(t), MPI_SUM, comm_, &req),
+        MPI_Iallreduce(MPI_IN_PLACE, t.data_ptr(), static_cast<int>(t.numel()), mpi_type(t), sum_op(t), comm_, &req),
         "MPI_Iallreduce");
     return std::make_unique<MpiWork>(req, t, describe_collective("all_reduce", t), watchdog_);
   }

@@ -11,6 +11,7 @@ struct DistConfig {
   int64_t check_params_interval = 0;  // every N updates check parameters agree across ranks (0 = off)
   double timeout_s = 600;        // a rank waiting longer than this in any collective ends the job (hung peer, cut link)
   bool deterministic_reduce = false;  // sum gradients in rank order: N ranks == 1 rank x update_freq N, bitwise
+  std::string grad_dtype = "fp32";  // fp32|bf16|fp16: gradients travel (and are summed) in this type; 16 bits halve the traffic
   bool overlap = true;           // start each gradient bucket's all-reduce during backward (false: after it, for measuring)
 };
 

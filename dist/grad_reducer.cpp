@@ -3,7 +3,7 @@
 namespace nmt::dist {
 
 GradReducer::GradReducer(std::vector<torch::Tensor> params, Communicator& comm, double bucket_mb, bool overlap,
-                         bool rank_order)
+                         bool rank_order, torch::ScalarType wire)
     : params_(std::move(params)), comm_(comm), overlap_(overlap), rank_order_(rank_order) {
   const int64_t cap = static_cast<int64_t>(bucket_mb * 1024 * 1024);
   bucket_of_.resize(params_.size());
@@ -27,7 +27,7 @@ GradReducer::GradReducer(std::vector<torch::Tensor> params, Communicator& comm, 
       bucket_of_[k] = b;
       n += params_[k].numel();
     }
-    flat_.push_back(torch::empty({n}, params_[buckets_[b].front()].options()));
+    flat_.push_back(torch::empty({n}, params_[buckets_[b].front()].options().dtype(wire)));
   }
   work_.resize(buckets_.size());
   pending_.assign(buckets_.size(), 0);

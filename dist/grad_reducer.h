@@ -18,8 +18,10 @@ class GradReducer {
   // overlap with backward hides).
   // `rank_order`: buckets are summed with all_reduce_sum_rank_order (bitwise equal to one
   // rank accumulating every micro-batch).
+  // `wire`: the dtype buckets are summed in (kFloat32, or kBFloat16/kHalf to halve the
+  // traffic on slow links; the sums are cast back into the gradients).
   GradReducer(std::vector<torch::Tensor> params, Communicator& comm, double bucket_mb, bool overlap = true,
-              bool rank_order = false);
+              bool rank_order = false, torch::ScalarType wire = torch::kFloat32);
   ~GradReducer();
 
   // Parameter indices of each bucket, in reduction order.

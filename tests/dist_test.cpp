@@ -33,6 +33,21 @@ TEST(Communicator, AllReduceBroadcastAndGather) {
   EXPECT_EQ(comm->all_reduce_max(static_cast<double>(r)), w - 1);
 }
 
+TEST(Communicator, SixteenBitSumsMatchTorchRoundingPerAddition) {
+  auto comm = mpi();
+  const int r = comm->rank(), w = comm->world_size();
+  for (auto dtype : {torch::kBFloat16, torch::kHalf}) {
+    // Every rank's values, known to all: rank k holds gen(k).
+    auto gen = [](int k) { return torch::linspace(-3.0, 5.0, 257, torch::kFloat32).mul(1.0 + 0.37 * k).sin().mul(100); };
+    auto t = gen(r).to(dtype);
+    comm->all_reduce_sum(t)->wait();
+    torch::Tensor want = gen(0).to(dtype);
+    for (int k = 1; k < w; ++k) want = (want.to(torch::kFloat32) + gen(k).to(dtype).to(torch::kFloat32)).to(dtype);
+    if (w <= 2) EXPECT_TRUE(t.equal(want)) << dtype;  // one addition: the order cannot matter
+    else EXPECT_TRUE(torch::allclose(t.to(torch::kFloat32), want.to(torch::kFloat32), 2e-2, 1e-1)) << dtype;
+  }
+}
+
 TEST(Communicator, BackendMustFitTheDevice) {
   DistConfig c;
   c.backend = "mpi";

@@ -10,5 +10,14 @@ out=$(bash "$root/launch/multinode_train.sh" --dry-run --hostfile "$root/launch/
 out=$(DRY_RUN=1 SLURM_CPUS_PER_TASK=8 bash "$root/launch/slurm_train.sbatch" configs/x.yaml a.b=1)
 [[ $out == "srun --mpi=pmix --kill-on-bad-exit=1 "*"--config configs/x.yaml train.threads=8 a.b=1 --resume auto " ]] || fail "slurm: $out"
 if bash "$root/launch/multinode_train.sh" --dry-run --hostfile /no/such/file 2 c.yaml 2> /dev/null; then fail "missing hostfile accepted"; fi
-for s in gpu_smoke.sh quickstart.sh setup.sh build.sh run_tests.sh; do bash -n "$root/launch/$s" || fail "syntax: $s"; done
+out=$(bash "$root/launch/multinode_train.sh" --dry-run --iface eth1 --hostfile "$root/launch/hostfile.example" 4 c.yaml)
+[[ $out == *"--mca btl_tcp_if_include eth1 --mca oob_tcp_if_include eth1 -x NCCL_SOCKET_IFNAME=eth1 "* ]] || fail "multinode --iface: $out"
+out=$(bash "$root/launch/multinode_train.sh" --dry-run --iface 10.1.0.0/16 --hostfile "$root/launch/hostfile.example" 4 c.yaml)
+[[ $out == *"--mca oob_tcp_if_include 10.1.0.0/16 -x LD_LIBRARY_PATH"* ]] || fail "multinode --iface CIDR: $out"
+if bash "$root/launch/supervise.sh" --max-restarts x -- true 2> /dev/null; then fail "supervise: bad --max-restarts accepted"; fi
+bash "$root/launch/supervise.sh" --max-restarts 0 --backoff 0 -- true 2> /dev/null || fail "supervise: a job that succeeds"
+if bash "$root/launch/supervise.sh" --max-restarts 2 --backoff 0 -- bash -c 'exit 2' 2> /dev/null; then fail "supervise: bad input"; fi
+n=$(bash "$root/launch/supervise.sh" --max-restarts 2 --backoff 0 -- bash -c 'echo "x: error: boom" >&2; exit 3' 2>&1 | grep -c "attempt " || true)
+[ "$n" = 3 ] || fail "supervise: expected 3 attempts of a faulting job, got $n"
+for s in gpu_smoke.sh quickstart.sh setup.sh build.sh run_tests.sh netns_cluster.sh netns_rsh.sh supervise.sh; do bash -n "$root/launch/$s" || fail "syntax: $s"; done
 echo "launch dry runs: passed"

@@ -147,6 +147,7 @@ const std::vector<Field>& fields() {
       NMT_FIELD(dist, timeout_s, (Range{0.1, 1e9})),
       NMT_FIELD(dist, overlap, Any{}),
       NMT_FIELD(dist, deterministic_reduce, Any{}),
+      NMT_FIELD(dist, grad_dtype, (OneOf{{"fp32", "bf16", "fp16"}})),
       NMT_FIELD(eval, beam, (Range{1, 1000})),
       NMT_FIELD(eval, lenpen, (Range{0, 100})),
       NMT_FIELD(eval, max_len_a, (Range{0, 1000})),

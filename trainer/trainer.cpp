@@ -86,7 +86,10 @@ Trainer::Trainer(const Config& cfg, const dist::ProcessGroup& group, BleuValidat
   for (auto& p : model_->parameters()) p.mutable_grad() = torch::zeros_like(p);  // reducer needs defined grads
   optim_ = std::make_unique<Adam>(named_params(*model_), cfg_.optim);
   reducer_ = std::make_unique<dist::GradReducer>(model_->parameters(), *comm_, cfg_.dist.bucket_mb,
-                                                  cfg_.dist.overlap, cfg_.dist.deterministic_reduce);
+                                                  cfg_.dist.overlap, cfg_.dist.deterministic_reduce,
+                                                  cfg_.dist.grad_dtype == "bf16"   ? torch::kBFloat16
+                                                  : cfg_.dist.grad_dtype == "fp16" ? torch::kHalf
+                                                                                   : torch::kFloat32);
   planner_ = std::make_unique<data::BatchPlanner>(
       train_->src_lengths(), train_->tgt_lengths(),
       data::PlanOptions{cfg_.data.max_tokens, static_cast<uint64_t>(cfg_.train.seed), group_.world_size(),
