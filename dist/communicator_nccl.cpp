@@ -70,8 +70,10 @@ class NcclWork : public Work {
 class NcclMonitor {
  public:
   using Clock = std::chrono::steady_clock;
-  NcclMonitor(ncclComm_t comm, double timeout_s, const ProcessGroup& group, const Watchdog& names)
-      : comm_(comm), timeout_s_(timeout_s), group_(group), rank_(group.rank()), host_(names.host(group.rank())) {
+  NcclMonitor(ncclComm_t comm, torch::Device device, double timeout_s, const ProcessGroup& group,
+              const Watchdog& names)
+      : comm_(comm), device_(device), timeout_s_(timeout_s), group_(group), rank_(group.rank()),
+        host_(names.host(group.rank())) {
     thread_ = std::thread([this] { loop(); });
   }
   ~NcclMonitor() {
@@ -96,6 +98,7 @@ class NcclMonitor {
     Clock::time_point start;
   };
   void loop() {
+    c10::cuda::CUDAGuard on_device(device_);  // the events' device, in this thread too
     std::unique_lock<std::mutex> lock(mu_);
     while (!stop_) {
       cv_.wait_for(lock, std::chrono::milliseconds(100));
@@ -128,6 +131,7 @@ class NcclMonitor {
   }
 
   ncclComm_t comm_;
+  torch::Device device_;
   double timeout_s_;
   const ProcessGroup& group_;
   int rank_;
@@ -157,7 +161,7 @@ class NcclCommunicator : public Communicator {
     wait_request(req, "broadcast of the NCCL unique id", *watchdog_);
     c10::cuda::CUDAGuard guard(device_);
     check_nccl(ncclCommInitRank(&comm_, world_, id, rank_), "ncclCommInitRank");
-    monitor_ = std::make_unique<NcclMonitor>(comm_, timeout_s, g, *watchdog_);
+    monitor_ = std::make_unique<NcclMonitor>(comm_, device_, timeout_s, g, *watchdog_);
   }
   ~NcclCommunicator() override {
     monitor_.reset();
