@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs every dependency of the project, idempotently:
 #   - Debian packages (Open MPI, HDF5, yaml-cpp, GoogleTest, SentencePiece, CLI11,
-#     spdlog/fmt, nlohmann-json, OpenSSL, zlib, ninja, ccache, cmake);
+#     spdlog/fmt, nlohmann-json, OpenSSL, zlib, ninja, ccache, cmake, iproute2);
 #   - one pinned torch wheel from PyPI in a virtual environment that carries LibTorch
 #     (headers, libraries, CMake config) and the NCCL it loads, plus the Python
 #     reference tools the tests use (h5py, sacreBLEU).
@@ -35,6 +35,7 @@ DEBIAN_PACKAGES=(
   libspdlog-dev libfmt-dev
   nlohmann-json3-dev
   libssl-dev zlib1g-dev
+  iproute2 util-linux  # ip netns, tc, unshare: the multi-host tests' namespace cluster
 )
 
 missing=()
