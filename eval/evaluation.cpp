@@ -8,8 +8,8 @@
 #include "data/sharded_corpus.h"
 #include "data/text_file.h"
 #include "eval/translator.h"
-#include "trainer/checkpoint.h"
-#include "trainer/model_setup.h"
+#include "checkpoint/checkpoint.h"
+#include "checkpoint/model_setup.h"
 
 namespace nmt::eval {
 
@@ -21,7 +21,7 @@ std::vector<std::string> read_text_lines(const std::string& path) {
 void write_text_lines(const std::string& path, const std::vector<std::string>& lines) {
   std::string text;
   for (const auto& l : lines) text += l + "\n";
-  trainer::atomic_write(path, std::vector<char>(text.begin(), text.end()));
+  checkpoint::atomic_write(path, std::vector<char>(text.begin(), text.end()));
 }
 
 namespace {
@@ -40,7 +40,7 @@ std::vector<std::string> translate_distributed(Translator& translator, const std
   return all;
 }
 
-std::vector<std::vector<int32_t>> split_sources(const trainer::Config& cfg, const std::string& split) {
+std::vector<std::vector<int32_t>> split_sources(const config::Config& cfg, const std::string& split) {
   data::ShardedCorpus corpus(cfg.data.shard_dir, split);
   std::vector<std::vector<int32_t>> sources;
   std::vector<int32_t> s, t;
@@ -56,8 +56,8 @@ std::vector<std::vector<int32_t>> split_sources(const trainer::Config& cfg, cons
 
 }  // namespace
 
-double validation_bleu(const trainer::Config& cfg, model::Transformer model, dist::Communicator& comm) {
-  trainer::Config greedy = cfg;
+double validation_bleu(const config::Config& cfg, model::Transformer model, dist::Communicator& comm) {
+  config::Config greedy = cfg;
   greedy.eval.beam = greedy.eval.nbest = 1;
   Translator translator(greedy, std::move(model), comm.device());
   const auto sources = split_sources(cfg, cfg.data.valid_split);
@@ -68,7 +68,7 @@ double validation_bleu(const trainer::Config& cfg, model::Transformer model, dis
   return corpus_bleu(translate_distributed(translator, sources, comm), read_text_lines(ref_path)).score;
 }
 
-EvalResult run_evaluation(const trainer::Config& cfg, const EvalRequest& req, dist::Communicator& comm) {
+EvalResult run_evaluation(const config::Config& cfg, const EvalRequest& req, dist::Communicator& comm) {
   const torch::Device device = comm.device();
   Translator translator(cfg, req.checkpoint, device);
 

@@ -8,7 +8,7 @@
 #include "dist/communicator.h"
 #include "eval/bleu.h"
 #include "model/transformer.h"
-#include "trainer/config.h"
+#include "config/config.h"
 
 namespace nmt::eval {
 
@@ -25,11 +25,11 @@ struct EvalResult {
   BleuScore bleu;
 };
 
-EvalResult run_evaluation(const trainer::Config& cfg, const EvalRequest& req, dist::Communicator& comm);
+EvalResult run_evaluation(const config::Config& cfg, const EvalRequest& req, dist::Communicator& comm);
 
 // Greedy BLEU of `model` on the validation split, decoded in slices across ranks
 // (training-time validation; plugs into trainer::Trainer as its BleuValidator).
-double validation_bleu(const trainer::Config& cfg, model::Transformer model, dist::Communicator& comm);
+double validation_bleu(const config::Config& cfg, model::Transformer model, dist::Communicator& comm);
 
 // All lines of a text file; throws naming the file.
 std::vector<std::string> read_text_lines(const std::string& path);

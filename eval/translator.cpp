@@ -5,17 +5,17 @@
 #include "data/batch.h"
 #include "data/batch_planner.h"
 #include "data/data_error.h"
-#include "trainer/model_setup.h"
+#include "checkpoint/model_setup.h"
 
 namespace nmt::eval {
 
-Translator::Translator(const trainer::Config& cfg, const std::string& checkpoint, const torch::Device& device)
+Translator::Translator(const config::Config& cfg, const std::string& checkpoint, const torch::Device& device)
     : cfg_(cfg), manifest_(data::Manifest::load(cfg.data.shard_dir)), device_(device) {
-  model_ = trainer::load_model_for_inference(cfg, manifest_, checkpoint, device_);
+  model_ = checkpoint::load_model_for_inference(cfg, manifest_, checkpoint, device_);
   init();
 }
 
-Translator::Translator(const trainer::Config& cfg, model::Transformer model, const torch::Device& device)
+Translator::Translator(const config::Config& cfg, model::Transformer model, const torch::Device& device)
     : cfg_(cfg), manifest_(data::Manifest::load(cfg.data.shard_dir)), device_(device), model_(std::move(model)) {
   init();
 }
@@ -23,7 +23,7 @@ Translator::Translator(const trainer::Config& cfg, model::Transformer model, con
 void Translator::init() {
   const std::string spm_path = (std::filesystem::path(cfg_.data.shard_dir) / manifest_.spm_model).string();
   if (!spm_.Load(spm_path).ok()) throw data::DataError(spm_path + ": cannot load the SentencePiece model");
-  const trainer::Config& cfg = cfg_;
+  const config::Config& cfg = cfg_;
   options_.beam = cfg.eval.beam;
   options_.lenpen = cfg.eval.lenpen;
   options_.max_len_a = cfg.eval.max_len_a;

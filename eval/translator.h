@@ -10,7 +10,7 @@
 #include "data/manifest.h"
 #include "eval/search.h"
 #include "model/transformer.h"
-#include "trainer/config.h"
+#include "config/config.h"
 
 namespace nmt::eval {
 
@@ -23,9 +23,9 @@ class Translator {
  public:
   // Loads the shard directory's manifest and SentencePiece model and the checkpoint,
   // refusing a checkpoint trained with another vocabulary or model shape.
-  Translator(const trainer::Config& cfg, const std::string& checkpoint, const torch::Device& device);
+  Translator(const config::Config& cfg, const std::string& checkpoint, const torch::Device& device);
   // Around a model already in memory (validation BLEU during training).
-  Translator(const trainer::Config& cfg, model::Transformer model, const torch::Device& device);
+  Translator(const config::Config& cfg, model::Transformer model, const torch::Device& device);
 
   const data::Manifest& manifest() const { return manifest_; }
   SearchOptions& options() { return options_; }
@@ -44,7 +44,7 @@ class Translator {
  public:
 
  private:
-  trainer::Config cfg_;
+  config::Config cfg_;
   data::Manifest manifest_;
   sentencepiece::SentencePieceProcessor spm_;
   torch::Device device_;

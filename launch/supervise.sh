@@ -6,7 +6,7 @@
 #   launch/supervise.sh [--max-restarts N] [--backoff S] [--max-backoff S] [--log FILE] -- COMMAND...
 #
 #   exit 0 of COMMAND   done: exit 0
-#   exit 2 of COMMAND   bad input (config, data, checkpoint, command line: trainer/exit_codes.h):
+#   exit 2 of COMMAND   bad input (config, data, checkpoint, command line: cli/exit_codes.h):
 #                       never restarted, rerunning cannot fix it; exit 2
 #   anything else       a fault (3: collective timeout or failure; a rank killed; mpirun's
 #                       own codes): rerun after S seconds, S doubling up to --max-backoff;

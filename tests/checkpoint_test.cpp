@@ -2,10 +2,10 @@
 #include "data/sha256.h"
 #include "model/transformer.h"
 #include "tests/test_util.h"
-#include "trainer/average.h"
-#include "trainer/checkpoint.h"
+#include "checkpoint/average.h"
+#include "checkpoint/checkpoint.h"
 
-namespace nmt::trainer {
+namespace nmt::checkpoint {
 namespace {
 
 using nmt::testing::read_text;
@@ -104,4 +104,4 @@ TEST(Checkpoint, AverageIsTheMeanAndChecksInputs) {
 }
 
 }  // namespace
-}  // namespace nmt::trainer
+}  // namespace nmt::checkpoint

@@ -1,9 +1,9 @@
 // Configuration: every error class names key, value, file and line; --print-config round trip.
 #include "tests/test_util.h"
-#include "trainer/config_error.h"
-#include "trainer/config_loader.h"
+#include "config/config_error.h"
+#include "config/config_loader.h"
 
-namespace nmt::trainer {
+namespace nmt::config {
 namespace {
 
 using nmt::testing::TempDir;
@@ -102,4 +102,4 @@ TEST(Config, PrintConfigRoundTrips) {
 }
 
 }  // namespace
-}  // namespace nmt::trainer
+}  // namespace nmt::config

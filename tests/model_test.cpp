@@ -8,7 +8,7 @@
 
 #include "eval/search.h"
 #include "model/transformer.h"
-#include "trainer/checkpoint.h"
+#include "checkpoint/checkpoint.h"
 
 namespace nmt::model {
 namespace {
@@ -41,7 +41,7 @@ Transformer fixture_model(const c10::impl::GenericDict& f) {
   Transformer m(fixture_config(f));
   c10::Dict<std::string, torch::Tensor> w;
   for (const auto& kv : f.at("weights").toGenericDict()) w.insert(kv.key().toStringRef(), kv.value().toTensor());
-  trainer::load_model_weights(*m, w, "fixture");
+  checkpoint::load_model_weights(*m, w, "fixture");
   m->eval();
   return m;
 }

@@ -7,7 +7,7 @@
 #include "eval/translator.h"
 #include "tests/test_env.h"
 #include "tests/test_util.h"
-#include "trainer/config_loader.h"
+#include "config/config_loader.h"
 #include "trainer/trainer.h"
 
 namespace nmt::trainer {
@@ -53,7 +53,7 @@ TEST(EndToEnd, TinyModelMemorises32PairsExactly) {
     write_text(raw.file(std::string(split) + ".de"), s_text);
     write_text(raw.file(std::string(split) + ".en"), t_text);
   }
-  Config cfg = load_config_text(R"(
+  config::Config cfg = config::load_config_text(R"(
 data: {vocab_size: 40, num_shards: 2, max_tokens: 400}
 model: {d_model: 64, ffn_dim: 128, heads: 4, encoder_layers: 2, decoder_layers: 2, dropout: 0.0}
 optim: {label_smoothing: 0.0}
@@ -64,7 +64,7 @@ eval: {beam: 1}
                                 "overfit.yaml",
                                 {"data.raw_dir=" + raw.path().string(), "data.shard_dir=" + work.file("shards"),
                                  "train.save_dir=" + work.file("run")});
-  validate(cfg, Needs::kRawData);
+  config::validate(cfg, config::Needs::kRawData);
   data::preprocess(cfg.data, stderr);
   {
     Trainer trainer(cfg, nmt::testing::process_group());

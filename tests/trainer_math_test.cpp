@@ -87,7 +87,7 @@ TEST(Loss, FusedKernelRejectsBadInputAndASecondBackward) {
 }
 
 TEST(Schedule, NoamFollowsItsFormula) {
-  ScheduleConfig c;
+  config::ScheduleConfig c;
   c.type = "noam";
   c.factor = 2.0;
   c.warmup_updates = 4000;
@@ -101,7 +101,7 @@ TEST(Schedule, NoamFollowsItsFormula) {
 }
 
 TEST(Schedule, InverseSqrtFollowsItsFormula) {
-  ScheduleConfig c;
+  config::ScheduleConfig c;
   c.type = "inverse_sqrt";
   c.lr = 1e-3;
   c.warmup_updates = 100;
@@ -119,7 +119,7 @@ TEST(Adam, MatchesLibTorchAdamW) {
   torch::manual_seed(1);
   auto a = torch::randn({5, 3}).requires_grad_(true);
   auto b = a.detach().clone().requires_grad_(true);
-  OptimConfig oc;
+  config::OptimConfig oc;
   oc.weight_decay = 0.01;
   Adam ours({{"w", a}}, oc);
   torch::optim::AdamW ref({b}, torch::optim::AdamWOptions(1e-2).betas({0.9, 0.98}).eps(1e-9).weight_decay(0.01));
@@ -137,16 +137,16 @@ TEST(Adam, MatchesLibTorchAdamW) {
 
 TEST(Adam, StateRoundTripsAndRejectsMismatch) {
   auto p = torch::randn({4}).requires_grad_(true);
-  Adam a({{"p", p}}, OptimConfig{});
+  Adam a({{"p", p}}, config::OptimConfig{});
   p.mutable_grad() = torch::ones({4});
   a.step(0.1);
-  Adam b({{"p", p}}, OptimConfig{});
+  Adam b({{"p", p}}, config::OptimConfig{});
   b.load_state_dict(a.state_dict());
   EXPECT_TRUE(b.state_dict().at("p").at("exp_avg").equal(a.state_dict().at("p").at("exp_avg")));
   auto q = torch::randn({5}).requires_grad_(true);
-  Adam c({{"p", q}}, OptimConfig{});
+  Adam c({{"p", q}}, config::OptimConfig{});
   EXPECT_THROW(c.load_state_dict(a.state_dict()), std::runtime_error);
-  Adam d({{"other", p}}, OptimConfig{});
+  Adam d({{"other", p}}, config::OptimConfig{});
   EXPECT_THROW(d.load_state_dict(a.state_dict()), std::runtime_error);
 }
 

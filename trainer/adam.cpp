@@ -4,7 +4,7 @@
 
 namespace nmt::trainer {
 
-Adam::Adam(std::vector<std::pair<std::string, torch::Tensor>> named_params, const OptimConfig& cfg)
+Adam::Adam(std::vector<std::pair<std::string, torch::Tensor>> named_params, const config::OptimConfig& cfg)
     : params_(std::move(named_params)), cfg_(cfg) {
   for (const auto& [name, p] : params_) {
     exp_avg_.push_back(torch::zeros_like(p, torch::MemoryFormat::Preserve));

@@ -7,19 +7,19 @@
 #include <string>
 #include <vector>
 
-#include "trainer/config.h"
+#include "config/config.h"
 
 namespace nmt::trainer {
 
 class Adam {
  public:
-  Adam(std::vector<std::pair<std::string, torch::Tensor>> named_params, const OptimConfig& cfg);
+  Adam(std::vector<std::pair<std::string, torch::Tensor>> named_params, const config::OptimConfig& cfg);
 
   // One update with learning rate `lr` using the parameters' .grad.
   void step(double lr);
   void zero_grad();
 
-  // Checkpoint state: name -> {"exp_avg", "exp_avg_sq", "step"}.
+  // checkpoint::Checkpoint state: name -> {"exp_avg", "exp_avg_sq", "step"}.
   c10::Dict<std::string, c10::Dict<std::string, torch::Tensor>> state_dict() const;
   // Throws std::runtime_error naming the parameter when shapes or names differ.
   void load_state_dict(const c10::Dict<std::string, c10::Dict<std::string, torch::Tensor>>& state);
@@ -29,7 +29,7 @@ class Adam {
  private:
   std::vector<std::pair<std::string, torch::Tensor>> params_;
   std::vector<torch::Tensor> exp_avg_, exp_avg_sq_, steps_;
-  OptimConfig cfg_;
+  config::OptimConfig cfg_;
 };
 
 }  // namespace nmt::trainer

@@ -11,7 +11,7 @@
 
 #include "data/sha256.h"
 #include "data/shard_format.h"
-#include "trainer/config_error.h"
+#include "config/config_error.h"
 
 namespace fs = std::filesystem;
 
@@ -49,7 +49,7 @@ std::vector<Seen> gather(dist::Communicator& comm, const std::string& text) {
 
 }  // namespace
 
-void check_every_rank_sees_the_run(const Config& cfg, dist::Communicator& comm) {
+void check_every_rank_sees_the_run(const config::Config& cfg, dist::Communicator& comm) {
   if (comm.world_size() == 1) return;
   comm.set_phase("start: checking that every rank sees data.shard_dir and train.save_dir");
   // 1. The same shards: the manifest names every shard's sha256, so its own hash is the data's.
@@ -66,7 +66,7 @@ void check_every_rank_sees_the_run(const Config& cfg, dist::Communicator& comm) 
       bad.push_back(fmt::format("rank {} on host {} ({}, rank 0 on host {}: {})", s.rank, s.host, describe(s),
                                 manifests[0].host, describe(manifests[0])));
   if (!bad.empty())
-    throw ConfigError(fmt::format("config key 'data.shard_dir' = '{}': {} sees different data than rank 0: put the "
+    throw config::ConfigError(fmt::format("config key 'data.shard_dir' = '{}': {} sees different data than rank 0: put the "
                                   "shards on storage every host mounts at the same path, or copy them identically",
                                   cfg.data.shard_dir, fmt::join(bad, "; ")));
 
@@ -88,7 +88,7 @@ void check_every_rank_sees_the_run(const Config& cfg, dist::Communicator& comm) 
   for (const Seen& s : seen)
     if (s.text != "yes") bad.push_back(fmt::format("rank {} on host {}", s.rank, s.host));
   if (!bad.empty())
-    throw ConfigError(fmt::format("config key 'train.save_dir' = '{}': {} cannot read the file rank 0 (host {}) wrote "
+    throw config::ConfigError(fmt::format("config key 'train.save_dir' = '{}': {} cannot read the file rank 0 (host {}) wrote "
                                   "there ({}); every rank reads the checkpoint it resumes from, so train.save_dir must be "
                                   "on storage every host mounts at the same path",
                                   cfg.train.save_dir, fmt::join(bad, ", "), seen[0].host, probe.string()));

@@ -3,12 +3,12 @@
 // data.shard_dir (its manifest's sha256) and the same train.save_dir (a file rank 0 writes
 // there must be readable by every rank, since every rank reads the checkpoint it resumes
 // from). Across hosts both must be on shared storage; a host that is not gets one
-// ConfigError, on every rank, naming the host, the rank and the path.
+// config::ConfigError, on every rank, naming the host, the rank and the path.
 #include "dist/communicator.h"
-#include "trainer/config.h"
+#include "config/config.h"
 
 namespace nmt::trainer {
 
-void check_every_rank_sees_the_run(const Config& cfg, dist::Communicator& comm);
+void check_every_rank_sees_the_run(const config::Config& cfg, dist::Communicator& comm);
 
 }  // namespace nmt::trainer

@@ -18,8 +18,8 @@
 #include "dist/process_group.h"
 #include "model/transformer.h"
 #include "trainer/adam.h"
-#include "trainer/checkpoint.h"
-#include "trainer/config.h"
+#include "checkpoint/checkpoint.h"
+#include "config/config.h"
 #include "trainer/loss_scaler.h"
 #include "trainer/lr_schedule.h"
 #include "trainer/train_log.h"
@@ -38,7 +38,7 @@ using BleuValidator = std::function<double(model::Transformer model, dist::Commu
 
 class Trainer {
  public:
-  Trainer(const Config& cfg, const dist::ProcessGroup& group, BleuValidator bleu = nullptr);
+  Trainer(const config::Config& cfg, const dist::ProcessGroup& group, BleuValidator bleu = nullptr);
   ~Trainer();
 
   // Trains until max_updates / max_epochs / max_minutes / patience says stop.
@@ -68,12 +68,23 @@ class Trainer {
     StepTimes times;
     int64_t local_src_tokens = 0, local_tgt_tokens = 0, local_padded = 0;  // this rank's batches
     double local_flops = 0;    // model FLOPs of this rank's batches (trainer/flops.h)
+    torch::Tensor local_loss, local_nll;  // float64 sums over this rank's batches, before the all-reduce
   };
+  class Laps;
   struct Validation {
     double loss = 0, nll = 0;  // per target token
   };
 
   StepResult train_step(const std::vector<data::MicroBatch>& mine);
+  // The steps of train_step, in order.
+  std::vector<data::Batch> load_micro_batches(const std::vector<data::MicroBatch>& mine, StepResult& r);
+  int64_t count_update_tokens(const std::vector<data::Batch>& batches);  // all ranks' target tokens
+  void forward_backward(const std::vector<data::Batch>& batches, StepResult& r, Laps& laps);
+  void sum_losses_over_ranks(StepResult& r);
+  // fp16: unscales the gradients, or skips an overflowed update; fp32/bf16: applies
+  // train.nonfinite. True when the update was skipped (and counted).
+  bool skip_nonfinite_update(StepResult& r, std::vector<torch::Tensor>& grads, double& norm, Laps& laps);
+  void clip_gradients(std::vector<torch::Tensor>& grads, double norm);
   Validation validate();
   // Throws (stop policy) or reports skipping (skip policy) a non-finite update.
   bool handle_nonfinite(const std::string& what);
@@ -85,15 +96,15 @@ class Trainer {
   void save(bool best, bool best_bleu);
   void validate_and_save(const char* label, double wall_s);
   // `preloaded`, when given, is the checkpoint already read from `path` (resume auto on rank 0).
-  void restore(const std::string& path, std::optional<Checkpoint> preloaded = std::nullopt);
-  void restore_from(const Checkpoint& c, const std::string& path);
+  void restore(const std::string& path, std::optional<checkpoint::Checkpoint> preloaded = std::nullopt);
+  void restore_from(const checkpoint::Checkpoint& c, const std::string& path);
   // The newest checkpoint in train.save_dir that loads, with its contents (read once), or
   // nullopt if there is none; throws if checkpoints exist but none loads.
-  std::optional<std::pair<std::string, Checkpoint>> find_resume_checkpoint();
-  Checkpoint make_checkpoint();  // collective: gathers every rank's RNG state
+  std::optional<std::pair<std::string, checkpoint::Checkpoint>> find_resume_checkpoint();
+  checkpoint::Checkpoint make_checkpoint();  // collective: gathers every rank's RNG state
   bool should_stop(int64_t epoch) const;
 
-  Config cfg_;
+  config::Config cfg_;
   const dist::ProcessGroup& group_;
   torch::Device device_;
   std::unique_ptr<dist::Communicator> comm_;

@@ -4,11 +4,11 @@
 // refused for bad input: rerunning cannot fix a config.
 #include "dist/dist_error.h"
 
-namespace nmt::trainer {
+namespace nmt::cli {
 
 inline constexpr int kExitOk = 0;          // done, or stopped by a signal with last.pt written
 inline constexpr int kExitFailed = 1;      // training failed (non-finite loss under train.nonfinite=stop, ...)
 inline constexpr int kExitBadInput = 2;    // config, data, checkpoint or command line refused
 inline constexpr int kExitFault = dist::kFaultExit;  // 3: a collective timed out or failed; a peer was lost
 
-}  // namespace nmt::trainer
+}  // namespace nmt::cli

@@ -1,4 +1,4 @@
-#include "trainer/config_loader.h"
+#include "config/config_loader.h"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -7,11 +7,11 @@
 #include <functional>
 #include <set>
 
-#include "trainer/config_error.h"
+#include "config/config_error.h"
 
 namespace fs = std::filesystem;
 
-namespace nmt::trainer {
+namespace nmt::config {
 namespace {
 
 // One configuration key: how to read it from YAML, print it, and check its value.
@@ -314,4 +314,4 @@ std::vector<std::string> config_keys() {
   return keys;
 }
 
-}  // namespace nmt::trainer
+}  // namespace nmt::config

@@ -1,6 +1,6 @@
 #pragma once
 // The whole resolved configuration: one plain struct per component, composed here.
-// trainer/ is the only place that reads YAML (config_loader.h).
+// config/ is the only place that reads YAML (config_loader.h).
 #include <cstdint>
 #include <map>
 #include <string>
@@ -9,7 +9,7 @@
 #include "dist/dist_config.h"
 #include "model/model_config.h"
 
-namespace nmt::trainer {
+namespace nmt::config {
 
 struct OptimConfig {
   double beta1 = 0.9;             // Adam beta1
@@ -84,4 +84,4 @@ struct Config {
   std::map<std::string, std::string> origin;
 };
 
-}  // namespace nmt::trainer
+}  // namespace nmt::config

@@ -1,10 +1,10 @@
-#include "trainer/torch_pickle.h"
+#include "checkpoint/torch_pickle.h"
 
 #include <caffe2/serialize/inline_container.h>
 #include <torch/csrc/jit/serialization/export.h>
 #include <torch/csrc/jit/serialization/pickler.h>
 
-namespace nmt::trainer {
+namespace nmt::checkpoint {
 
 std::vector<char> pickle_save_untagged(const c10::IValue& value) {
   std::vector<char> pickle_bytes;
@@ -27,4 +27,4 @@ std::vector<char> pickle_save_untagged(const c10::IValue& value) {
   return out;
 }
 
-}  // namespace nmt::trainer
+}  // namespace nmt::checkpoint

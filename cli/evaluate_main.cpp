@@ -6,8 +6,8 @@
 #include "dist/communicator.h"
 #include "dist/process_group.h"
 #include "eval/evaluation.h"
-#include "trainer/cli.h"
-#include "trainer/model_setup.h"
+#include "cli/cli.h"
+#include "checkpoint/model_setup.h"
 
 namespace {
 
@@ -16,7 +16,7 @@ int bleu_command(int argc, char** argv) {
   std::string hyp, ref;
   app.add_option("--hyp", hyp, "hypotheses, one per line")->required();
   app.add_option("--ref", ref, "references, one per line")->required();
-  if (int rc = nmt::trainer::parse_cli(app, argc, argv); rc >= 0) return rc;
+  if (int rc = nmt::cli::parse_cli(app, argc, argv); rc >= 0) return rc;
   const auto h = nmt::eval::read_text_lines(hyp), r = nmt::eval::read_text_lines(ref);
   if (h.size() != r.size())
     throw std::invalid_argument(hyp + " has " + std::to_string(h.size()) + " lines but " + ref + " has " +
@@ -29,13 +29,13 @@ int bleu_command(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "bleu")
-    return nmt::trainer::run_main("evaluate bleu", [&] { return bleu_command(argc - 1, argv + 1); });
+    return nmt::cli::run_main("evaluate bleu", [&] { return bleu_command(argc - 1, argv + 1); });
   nmt::dist::ProcessGroup group(&argc, &argv);
   const std::string name = group.label("evaluate");
-  const int rc = nmt::trainer::run_main(name, [&] {
+  const int rc = nmt::cli::run_main(name, [&] {
     CLI::App app("Translate a split with a checkpoint and score it with BLEU. `evaluate bleu --hyp H --ref R` scores files.");
-    nmt::trainer::ConfigArgs args;
-    nmt::trainer::add_config_options(app, args);
+    nmt::cli::ConfigArgs args;
+    nmt::cli::add_config_options(app, args);
     nmt::eval::EvalRequest req;
     int64_t beam = -1;
     double lenpen = -1;
@@ -45,13 +45,13 @@ int main(int argc, char** argv) {
     app.add_option("--beam", beam, "beam size (default eval.beam; 1 = greedy)");
     app.add_option("--lenpen", lenpen, "length penalty (default eval.lenpen)");
     app.add_option("--output", req.output, "write the hypotheses here");
-    if (int rc = nmt::trainer::parse_cli(app, argc, argv); rc >= 0) return rc;
+    if (int rc = nmt::cli::parse_cli(app, argc, argv); rc >= 0) return rc;
     if (beam >= 0) args.overrides.push_back("eval.beam=" + std::to_string(beam));
     if (lenpen >= 0) args.overrides.push_back("eval.lenpen=" + std::to_string(lenpen));
-    nmt::trainer::Config cfg;
-    if (!nmt::trainer::resolve_config(args, nmt::trainer::Needs::kShards, &cfg)) return 0;
+    nmt::config::Config cfg;
+    if (!nmt::cli::resolve_config(args, nmt::config::Needs::kShards, &cfg)) return 0;
     torch::set_num_threads(static_cast<int>(cfg.train.threads));
-    const torch::Device device = nmt::trainer::choose_device(cfg.train, group.local_rank());
+    const torch::Device device = nmt::checkpoint::choose_device(cfg.train, group.local_rank());
     auto comm = nmt::dist::make_communicator(cfg.dist, group, device);
     const auto result = nmt::eval::run_evaluation(cfg, req, *comm);
     if (group.is_main() && result.scored)

@@ -9,8 +9,8 @@
 
 #include <vector>
 
-namespace nmt::trainer {
+namespace nmt::checkpoint {
 
 std::vector<char> pickle_save_untagged(const c10::IValue& value);
 
-}  // namespace nmt::trainer
+}  // namespace nmt::checkpoint

@@ -1,4 +1,4 @@
-#include "trainer/checkpoint.h"
+#include "checkpoint/checkpoint.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -8,11 +8,11 @@
 #include <iterator>
 
 #include "data/sha256.h"
-#include "trainer/torch_pickle.h"
+#include "checkpoint/torch_pickle.h"
 
 namespace fs = std::filesystem;
 
-namespace nmt::trainer {
+namespace nmt::checkpoint {
 namespace {
 
 void write_all(int fd, const char* data, size_t n, const std::string& path) {
@@ -218,4 +218,4 @@ void load_model_weights(torch::nn::Module& module, const c10::Dict<std::string, 
   }
 }
 
-}  // namespace nmt::trainer
+}  // namespace nmt::checkpoint

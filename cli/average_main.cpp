@@ -3,11 +3,11 @@
 // Writes a checkpoint whose parameters are the mean of the inputs'.
 #include <cstdio>
 
-#include "trainer/average.h"
-#include "trainer/cli.h"
+#include "checkpoint/average.h"
+#include "cli/cli.h"
 
 int main(int argc, char** argv) {
-  return nmt::trainer::run_main("average", [&] {
+  return nmt::cli::run_main("average", [&] {
     CLI::App app("Average the parameters of several checkpoints of one run (fairseq/Marian style).");
     std::string output;
     std::vector<std::string> inputs;
@@ -15,15 +15,15 @@ int main(int argc, char** argv) {
     app.add_option("--output", output, "where to write the averaged checkpoint")->required();
     app.add_option("--last", last, "average the newest N update_<N>.pt of the run directory given as input");
     app.add_option("checkpoints", inputs, "checkpoint files, or with --last one run directory")->required();
-    if (int rc = nmt::trainer::parse_cli(app, argc, argv); rc >= 0) return rc;
+    if (int rc = nmt::cli::parse_cli(app, argc, argv); rc >= 0) return rc;
     if (last > 0) {
       if (inputs.size() != 1) throw CLI::ValidationError("--last takes exactly one run directory");
-      inputs = nmt::trainer::last_checkpoints(inputs[0], last);
+      inputs = nmt::checkpoint::last_checkpoints(inputs[0], last);
     }
     for (const auto& p : inputs)
       if (p == output) throw std::invalid_argument("--output " + output + " is also an input");
-    const nmt::trainer::Checkpoint avg = nmt::trainer::average_checkpoints(inputs);
-    nmt::trainer::save_checkpoint(avg, output);
+    const nmt::checkpoint::Checkpoint avg = nmt::checkpoint::average_checkpoints(inputs);
+    nmt::checkpoint::save_checkpoint(avg, output);
     std::fprintf(stderr, "average: wrote %s from %zu checkpoints (last: update %lld)\n", output.c_str(), inputs.size(),
                  static_cast<long long>(avg.update));
     return 0;

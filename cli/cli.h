@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "trainer/config_loader.h"
+#include "config/config_loader.h"
 
-namespace nmt::trainer {
+namespace nmt::cli {
 
 struct ConfigArgs {
   std::string config_path;
@@ -21,15 +21,15 @@ struct ConfigArgs {
 void add_config_options(CLI::App& app, ConfigArgs& args);
 
 // Loads and validates the configuration; with --print-config prints it and returns false.
-bool resolve_config(const ConfigArgs& args, Needs needs, Config* cfg);
+bool resolve_config(const ConfigArgs& args, config::Needs needs, config::Config* cfg);
 
 // Parses the command line; returns -1 to go on, else the exit code (0 for --help, 2 for a
-// usage error: trainer/exit_codes.h).
+// usage error: cli/exit_codes.h).
 int parse_cli(CLI::App& app, int argc, char** argv);
 
 // Runs `body`, mapping CLI11's help/usage exits and any exception to a message on stderr
-// (prefixed with `program`) and an exit code (trainer/exit_codes.h: bad input 2, fault 3,
+// (prefixed with `program`) and an exit code (cli/exit_codes.h: bad input 2, fault 3,
 // any other failure 1). Library code throws; only this catches.
 int run_main(const std::string& program, const std::function<int()>& body);
 
-}  // namespace nmt::trainer
+}  // namespace nmt::cli

@@ -2,7 +2,7 @@
 // Alone: one process (CPU or one GPU). Under `mpirun -np N`: one rank per process.
 #include "dist/process_group.h"
 #include "eval/evaluation.h"
-#include "trainer/cli.h"
+#include "cli/cli.h"
 #include "trainer/malloc_tuning.h"
 #include "trainer/trainer.h"
 
@@ -10,10 +10,10 @@ int main(int argc, char** argv) {
   nmt::trainer::keep_freed_memory_mapped();
   nmt::dist::ProcessGroup group(&argc, &argv);
   const std::string name = group.label("train");
-  const int rc = nmt::trainer::run_main(name, [&] {
+  const int rc = nmt::cli::run_main(name, [&] {
     CLI::App app("Train a Transformer translation model (single process, or one rank per GPU under mpirun).");
-    nmt::trainer::ConfigArgs args;
-    nmt::trainer::add_config_options(app, args);
+    nmt::cli::ConfigArgs args;
+    nmt::cli::add_config_options(app, args);
     std::string resume;
     app.add_option("--resume", resume, "checkpoint to continue from, or 'auto' for the newest valid one in train.save_dir");
     int64_t benchmark = 0, warmup = 5;
@@ -21,9 +21,9 @@ int main(int argc, char** argv) {
     app.add_option("--benchmark", benchmark, "time N updates after --warmup and print one JSON line (no checkpoints)");
     app.add_option("--warmup", warmup, "untimed updates before --benchmark");
     app.add_option("--bench-out", bench_out, "with --benchmark: write init.pt and plan.json here for the PyTorch reference");
-    if (int rc = nmt::trainer::parse_cli(app, argc, argv); rc >= 0) return rc;
-    nmt::trainer::Config cfg;
-    if (!nmt::trainer::resolve_config(args, nmt::trainer::Needs::kShards, &cfg)) return 0;
+    if (int rc = nmt::cli::parse_cli(app, argc, argv); rc >= 0) return rc;
+    nmt::config::Config cfg;
+    if (!nmt::cli::resolve_config(args, nmt::config::Needs::kShards, &cfg)) return 0;
     nmt::trainer::BleuValidator bleu;
     if (cfg.train.validate_bleu)
       bleu = [&cfg](nmt::model::Transformer m, nmt::dist::Communicator& comm) {

@@ -1,7 +1,7 @@
 #pragma once
 #include <stdexcept>
 
-namespace nmt::trainer {
+namespace nmt::checkpoint {
 
 // A checkpoint that cannot be read or written; the message names the path and the field.
 class CheckpointError : public std::runtime_error {
@@ -9,4 +9,4 @@ class CheckpointError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-}  // namespace nmt::trainer
+}  // namespace nmt::checkpoint

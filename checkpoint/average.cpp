@@ -1,4 +1,4 @@
-#include "trainer/average.h"
+#include "checkpoint/average.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -6,7 +6,7 @@
 
 namespace fs = std::filesystem;
 
-namespace nmt::trainer {
+namespace nmt::checkpoint {
 
 std::vector<std::string> last_checkpoints(const std::string& run_dir, int64_t n) {
   if (!fs::is_directory(run_dir)) throw CheckpointError(run_dir + ": run directory does not exist");
@@ -57,4 +57,4 @@ Checkpoint average_checkpoints(const std::vector<std::string>& paths) {
   return last;
 }
 
-}  // namespace nmt::trainer
+}  // namespace nmt::checkpoint

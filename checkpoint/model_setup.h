@@ -7,19 +7,19 @@
 
 #include "data/manifest.h"
 #include "model/transformer.h"
-#include "trainer/config.h"
+#include "config/config.h"
 
-namespace nmt::trainer {
+namespace nmt::checkpoint {
 
 // train.device: auto = CUDA device `local_rank` when CUDA is available, else CPU.
-torch::Device choose_device(const TrainConfig& cfg, int local_rank);
+torch::Device choose_device(const config::TrainConfig& cfg, int local_rank);
 
 // The model section plus what only the data knows (vocabulary size, pad id).
-model::ModelConfig model_config_for(const Config& cfg, const data::Manifest& manifest);
+model::ModelConfig model_config_for(const config::Config& cfg, const data::Manifest& manifest);
 
 // Builds the configured model and loads a checkpoint's weights into it, refusing a
 // checkpoint of another vocabulary or shape with a message naming file and field.
-model::Transformer load_model_for_inference(const Config& cfg, const data::Manifest& manifest,
+model::Transformer load_model_for_inference(const config::Config& cfg, const data::Manifest& manifest,
                                             const std::string& checkpoint_path, const torch::Device& device);
 
-}  // namespace nmt::trainer
+}  // namespace nmt::checkpoint

@@ -1,27 +1,27 @@
-#include "trainer/model_setup.h"
+#include "checkpoint/model_setup.h"
 
-#include "trainer/checkpoint.h"
-#include "trainer/config_error.h"
+#include "checkpoint/checkpoint.h"
+#include "config/config_error.h"
 
-namespace nmt::trainer {
+namespace nmt::checkpoint {
 
-torch::Device choose_device(const TrainConfig& cfg, int local_rank) {
+torch::Device choose_device(const config::TrainConfig& cfg, int local_rank) {
   if (cfg.device == "cpu") return torch::kCPU;
   const bool cuda = torch::cuda::is_available();
   if (cfg.device == "cuda" && !cuda)
-    throw ConfigError("config key 'train.device' = 'cuda': no CUDA device is available (use auto or cpu)");
+    throw config::ConfigError("config key 'train.device' = 'cuda': no CUDA device is available (use auto or cpu)");
   if (!cuda) return torch::kCPU;
   return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank % torch::cuda::device_count()));
 }
 
-model::ModelConfig model_config_for(const Config& cfg, const data::Manifest& manifest) {
+model::ModelConfig model_config_for(const config::Config& cfg, const data::Manifest& manifest) {
   model::ModelConfig m = cfg.model;
   m.vocab_size = manifest.vocab_size;
   m.pad_id = manifest.special.pad;
   return m;
 }
 
-model::Transformer load_model_for_inference(const Config& cfg, const data::Manifest& manifest,
+model::Transformer load_model_for_inference(const config::Config& cfg, const data::Manifest& manifest,
                                             const std::string& checkpoint_path, const torch::Device& device) {
   Checkpoint ckpt = load_checkpoint(checkpoint_path);
   if (ckpt.vocab_sha256 != manifest.spm_sha256)
@@ -35,4 +35,4 @@ model::Transformer load_model_for_inference(const Config& cfg, const data::Manif
   return model;
 }
 
-}  // namespace nmt::trainer
+}  // namespace nmt::checkpoint

@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "trainer/checkpoint_error.h"
+#include "checkpoint/checkpoint_error.h"
 
-namespace nmt::trainer {
+namespace nmt::checkpoint {
 
 inline constexpr int64_t kCheckpointFormatVersion = 1;
 
@@ -60,4 +60,4 @@ c10::Dict<std::string, torch::Tensor> model_weights(const torch::nn::Module& mod
 void atomic_write(const std::string& path, const std::vector<char>& bytes,
                   const std::function<void()>& before_rename = nullptr);
 
-}  // namespace nmt::trainer
+}  // namespace nmt::checkpoint

@@ -2,7 +2,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace nmt::trainer {
+namespace nmt::config {
 
 // A configuration problem; the message names the key, the value, and where it was set.
 class ConfigError : public std::runtime_error {
@@ -10,4 +10,4 @@ class ConfigError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-}  // namespace nmt::trainer
+}  // namespace nmt::config

@@ -1,15 +1,15 @@
-#include "trainer/cli.h"
+#include "cli/cli.h"
 
 #include <cstdio>
 #include <exception>
 
 #include "data/data_error.h"
 #include "dist/dist_error.h"
-#include "trainer/checkpoint_error.h"
-#include "trainer/config_error.h"
-#include "trainer/exit_codes.h"
+#include "checkpoint/checkpoint_error.h"
+#include "config/config_error.h"
+#include "cli/exit_codes.h"
 
-namespace nmt::trainer {
+namespace nmt::cli {
 
 void add_config_options(CLI::App& app, ConfigArgs& args) {
   app.add_option("--config", args.config_path, "YAML configuration file")->required();
@@ -17,14 +17,14 @@ void add_config_options(CLI::App& app, ConfigArgs& args) {
   app.add_flag("--print-config", args.print_config, "print the resolved configuration as YAML and exit");
 }
 
-bool resolve_config(const ConfigArgs& args, Needs needs, Config* cfg) {
-  *cfg = load_config(args.config_path, args.overrides);
+bool resolve_config(const ConfigArgs& args, config::Needs needs, config::Config* cfg) {
+  *cfg = config::load_config(args.config_path, args.overrides);
   if (args.print_config) {
-    validate(*cfg, Needs::kNothing);
-    std::fputs(to_yaml(*cfg).c_str(), stdout);
+    config::validate(*cfg, config::Needs::kNothing);
+    std::fputs(config::to_yaml(*cfg).c_str(), stdout);
     return false;
   }
-  validate(*cfg, needs);
+  config::validate(*cfg, needs);
   return true;
 }
 
@@ -46,11 +46,11 @@ int run_main(const std::string& program, const std::function<int()>& body) {
   };
   try {
     return body();
-  } catch (const ConfigError& e) {
+  } catch (const config::ConfigError& e) {
     return report(e, kExitBadInput);
   } catch (const data::DataError& e) {
     return report(e, kExitBadInput);
-  } catch (const CheckpointError& e) {
+  } catch (const checkpoint::CheckpointError& e) {
     return report(e, kExitBadInput);
   } catch (const dist::DistError& e) {
     return report(e, kExitFault);
@@ -59,4 +59,4 @@ int run_main(const std::string& program, const std::function<int()>& body) {
   }
 }
 
-}  // namespace nmt::trainer
+}  // namespace nmt::cli

@@ -4,9 +4,9 @@
 #include <string>
 #include <vector>
 
-#include "trainer/checkpoint.h"
+#include "checkpoint/checkpoint.h"
 
-namespace nmt::trainer {
+namespace nmt::checkpoint {
 
 // The newest `n` update_<N>.pt files of a run directory, oldest first. Throws if fewer.
 std::vector<std::string> last_checkpoints(const std::string& run_dir, int64_t n);
@@ -16,4 +16,4 @@ std::vector<std::string> last_checkpoints(const std::string& run_dir, int64_t n)
 // errors name the file and the parameter.
 Checkpoint average_checkpoints(const std::vector<std::string>& paths);
 
-}  // namespace nmt::trainer
+}  // namespace nmt::checkpoint

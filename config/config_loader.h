@@ -3,9 +3,9 @@
 #include <string>
 #include <vector>
 
-#include "trainer/config.h"
+#include "config/config.h"
 
-namespace nmt::trainer {
+namespace nmt::config {
 
 // What a program needs to exist on disk, checked by validate().
 enum class Needs {
@@ -29,4 +29,4 @@ std::string to_yaml(const Config& cfg);
 // All keys, in printing order.
 std::vector<std::string> config_keys();
 
-}  // namespace nmt::trainer
+}  // namespace nmt::config

@@ -5,27 +5,27 @@
 
 #include "eval/evaluation.h"
 #include "eval/translator.h"
-#include "trainer/cli.h"
-#include "trainer/model_setup.h"
+#include "cli/cli.h"
+#include "checkpoint/model_setup.h"
 
 int main(int argc, char** argv) {
-  return nmt::trainer::run_main("translate", [&] {
+  return nmt::cli::run_main("translate", [&] {
     CLI::App app("Translate raw sentences (stdin or --input) with a checkpoint; detokenized output on stdout.");
-    nmt::trainer::ConfigArgs args;
-    nmt::trainer::add_config_options(app, args);
+    nmt::cli::ConfigArgs args;
+    nmt::cli::add_config_options(app, args);
     std::string checkpoint, input;
     int64_t beam = -1, nbest = -1;
     app.add_option("--checkpoint", checkpoint, "checkpoint to translate with")->required();
     app.add_option("--beam", beam, "beam size (default eval.beam; 1 = greedy)");
     app.add_option("--nbest", nbest, "print the N best translations per sentence with their scores");
     app.add_option("--input", input, "read sources from this file instead of stdin");
-    if (int rc = nmt::trainer::parse_cli(app, argc, argv); rc >= 0) return rc;
+    if (int rc = nmt::cli::parse_cli(app, argc, argv); rc >= 0) return rc;
     if (beam >= 0) args.overrides.push_back("eval.beam=" + std::to_string(beam));
     if (nbest >= 0) args.overrides.push_back("eval.nbest=" + std::to_string(nbest));
-    nmt::trainer::Config cfg;
-    if (!nmt::trainer::resolve_config(args, nmt::trainer::Needs::kShards, &cfg)) return 0;
+    nmt::config::Config cfg;
+    if (!nmt::cli::resolve_config(args, nmt::config::Needs::kShards, &cfg)) return 0;
     torch::set_num_threads(static_cast<int>(cfg.train.threads));
-    nmt::eval::Translator translator(cfg, checkpoint, nmt::trainer::choose_device(cfg.train, 0));
+    nmt::eval::Translator translator(cfg, checkpoint, nmt::checkpoint::choose_device(cfg.train, 0));
     std::vector<std::string> lines;
     if (!input.empty()) {
       lines = nmt::eval::read_text_lines(input);

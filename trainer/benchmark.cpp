@@ -1,0 +1,112 @@
+// `train --benchmark`: timed updates and the figures of bench/README.md.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "trainer/elapsed.h"
+#include "trainer/trainer.h"
+
+namespace fs = std::filesystem;
+
+namespace nmt::trainer {
+
+namespace {
+// fp32 matrix-multiply FLOP/s of this process with its intra-op threads: the peak MFU is
+// measured against, on the same LibTorch build and threads as training.
+double matmul_peak_flops(const torch::Device& device) {
+  const int64_t n = 2048;
+  auto a = torch::randn({n, n}, torch::TensorOptions().device(device)), b = torch::randn_like(a);
+  for (int i = 0; i < 3; ++i) torch::mm(a, b);
+  int reps = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  double secs = 0;
+  while (secs < 1.0) {
+    torch::mm(a, b);
+    ++reps;
+    if (device.is_cuda()) torch::cuda::synchronize();
+    secs = seconds_since(t0);
+  }
+  return 2.0 * n * n * n * reps / secs;
+}
+
+double peak_rss_bytes() {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (!f) return 0;
+  char line[256];
+  double kb = 0;
+  while (std::fgets(line, sizeof(line), f))
+    if (std::sscanf(line, "VmHWM: %lf kB", &kb) == 1) break;
+  std::fclose(f);
+  return kb * 1024;
+}
+}  // namespace
+
+nlohmann::json Trainer::benchmark(int64_t warmup, int64_t updates, const std::string& out_dir) {
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& p : model_->parameters()) comm_->broadcast(p, 0);
+  }
+  if (!out_dir.empty() && group_.is_main()) {
+    // What bench/pytorch_reference.py needs to run the same computation: the initial
+    // weights and the micro-batches (example indices) of every update, in order.
+    fs::create_directories(out_dir);
+    checkpoint::Checkpoint init = make_checkpoint();
+    checkpoint::save_checkpoint(init, (fs::path(out_dir) / "init.pt").string());
+    data::BatchPlanner copy = *planner_;
+    nlohmann::json plan = nlohmann::json::array();
+    for (int64_t i = 0; i < warmup + updates; ++i) {  // every slot of each update, all ranks'
+      const auto at = copy.state();
+      plan.push_back(copy.update_slots(at.epoch, at.cursor));
+      copy.next(0);
+    }
+    std::ofstream((fs::path(out_dir) / "plan.json").string()) << plan.dump() << "\n";
+  } else if (!out_dir.empty()) {
+    make_checkpoint();  // collective
+  }
+  for (int64_t i = 0; i < warmup; ++i) train_step(planner_->next(group_.rank()));
+  StepTimes times;
+  double src_tokens = 0, tgt_tokens = 0, padded = 0, flops = 0;
+  std::vector<double> losses;  // per timed update, per target token (compare with the reference)
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < updates; ++i) {
+    const StepResult r = train_step(planner_->next(group_.rank()));
+    times += r.times;
+    src_tokens += static_cast<double>(r.local_src_tokens);
+    tgt_tokens += static_cast<double>(r.local_tgt_tokens);
+    padded += static_cast<double>(r.local_padded);
+    flops += r.local_flops;
+    losses.push_back(r.loss / static_cast<double>(std::max<int64_t>(r.tokens, 1)));
+  }
+  if (device_.is_cuda()) torch::cuda::synchronize();
+  const double secs = seconds_since(t0);
+  // Sums over ranks; the slowest rank's clock sets the pace.
+  src_tokens = comm_->all_reduce_sum(src_tokens);
+  const double all_tgt = comm_->all_reduce_sum(tgt_tokens);
+  padded = comm_->all_reduce_sum(padded);
+  flops = comm_->all_reduce_sum(flops);
+  const double wall = comm_->all_reduce_max(secs);
+  const double peak = comm_->all_reduce_sum(matmul_peak_flops(device_));  // every rank's peak, measured apart
+  auto share = [&](double t) { return t / times.total(); };
+  return {{"ranks", group_.world_size()},
+          {"threads", cfg_.train.threads},
+          {"updates", updates},
+          {"tgt_tokens_per_s", all_tgt / wall},
+          {"src_tgt_tokens_per_s", (src_tokens + all_tgt) / wall},
+          {"updates_per_s", static_cast<double>(updates) / wall},
+          {"seconds", wall},
+          {"breakdown", {{"data", share(times.data)}, {"forward", share(times.forward)},
+                         {"backward", share(times.backward)}, {"reduce_wait", share(times.reduce)},
+                         {"optimizer", share(times.optimizer)}}},
+          {"padding_fraction", 1.0 - (src_tokens + all_tgt) / padded},
+          {"peak_rss_bytes", comm_->all_reduce_max(peak_rss_bytes())},
+          {"model_flops_per_update", flops / static_cast<double>(updates)},
+          {"achieved_flops_per_s", flops / wall},
+          {"matmul_peak_flops_per_s", peak},
+          {"mfu", flops / wall / peak},
+          {"parameters", model::parameter_count(*model_)},
+          {"losses", losses}};
+}
+
+}  // namespace nmt::trainer

@@ -1,0 +1,178 @@
+// The run's state, captured and restored: checkpoints (every rank's generator state
+// gathered), keep_last, choosing the checkpoint to resume from, restoring it, and
+// starting from another run's checkpoint (fine-tuning).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <regex>
+
+#include "checkpoint/model_setup.h"
+#include "config/config_loader.h"
+#include "trainer/trainer.h"
+
+namespace fs = std::filesystem;
+
+namespace nmt::trainer {
+namespace {
+
+// update_<N>.pt files of a run directory, oldest first.
+std::vector<std::pair<int64_t, fs::path>> periodic_checkpoints(const fs::path& dir) {
+  std::vector<std::pair<int64_t, fs::path>> out;
+  if (!fs::is_directory(dir)) return out;
+  static const std::regex re("update_([0-9]+)\\.pt");
+  for (const auto& e : fs::directory_iterator(dir)) {
+    std::smatch m;
+    const std::string name = e.path().filename().string();
+    if (std::regex_match(name, m, re)) out.emplace_back(std::stoll(m[1]), e.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+checkpoint::Checkpoint Trainer::make_checkpoint() {
+  comm_->set_phase(fmt::format("checkpoint at update {}", update_));
+  checkpoint::Checkpoint c;
+  c.model = checkpoint::model_weights(*model_);
+  c.optimizer = optim_->state_dict();
+  c.update = update_;
+  c.epoch = epoch_;
+  const auto st = planner_->state();
+  c.planner_epoch = st.epoch;
+  c.planner_cursor = st.cursor;
+  c.planner_slots = st.slots_per_update;
+  c.config_yaml = config::to_yaml(cfg_);
+  c.vocab_sha256 = train_->manifest().spm_sha256;
+  // Every rank's generator state, so that dropout continues exactly on every rank.
+  auto gather = [&](const torch::Tensor& state) {
+    const std::string mine(static_cast<const char*>(state.data_ptr()), static_cast<size_t>(state.numel()));
+    std::vector<torch::Tensor> all;
+    for (const auto& bytes : comm_->all_gather_bytes(mine)) {
+      torch::Tensor t = torch::empty({static_cast<int64_t>(bytes.size())}, torch::kUInt8);
+      std::memcpy(t.data_ptr(), bytes.data(), bytes.size());
+      all.push_back(t);
+    }
+    return all;
+  };
+  c.cpu_rng = gather(at::detail::getDefaultCPUGenerator().get_state());
+  if (device_.is_cuda()) c.cuda_rng = gather(at::globalContext().defaultGenerator(device_).get_state());
+  c.best_valid_loss = best_valid_loss_;
+  c.best_bleu = best_bleu_;
+  c.loss_scale = scaler_.scale();
+  c.loss_scale_good_steps = scaler_.good_steps();
+  c.bad_validations = bad_validations_;
+  c.metrics_json = history_.dump();
+  return c;
+}
+
+void Trainer::save(bool best, bool best_bleu) {
+  const checkpoint::Checkpoint c = make_checkpoint();  // on every rank: it gathers RNG states
+  if (!group_.is_main()) return;
+  const fs::path dir(cfg_.train.save_dir);
+  fs::create_directories(dir);
+  std::function<void()> crash;
+  if (cfg_.debug.kill_in_save == update_)
+    crash = [] { std::raise(SIGKILL); };  // fault injection: die with a complete temporary file
+  checkpoint::save_checkpoint(c, (dir / "last.pt").string(), crash);
+  if (cfg_.train.save_interval_updates > 0 && update_ % cfg_.train.save_interval_updates == 0) {
+    checkpoint::save_checkpoint(c, (dir / fmt::format("update_{}.pt", update_)).string());
+    auto all = periodic_checkpoints(dir);
+    // keep_last: remove the oldest periodic checkpoints beyond the newest N.
+    for (size_t i = 0; cfg_.train.keep_last > 0 && i + cfg_.train.keep_last < all.size(); ++i) {
+      fs::remove(all[i].second);
+      fs::remove(all[i].second.string() + ".sha256");
+    }
+  }
+  if (best) checkpoint::save_checkpoint(c, (dir / "best.pt").string());
+  if (best_bleu) checkpoint::save_checkpoint(c, (dir / "best_bleu.pt").string());
+}
+
+std::optional<std::pair<std::string, checkpoint::Checkpoint>> Trainer::find_resume_checkpoint() {
+  const fs::path dir(cfg_.train.save_dir);
+  std::vector<fs::path> candidates = {dir / "last.pt"};
+  auto periodic = periodic_checkpoints(dir);
+  for (auto it = periodic.rbegin(); it != periodic.rend(); ++it) candidates.push_back(it->second);
+  std::string reasons;
+  for (const auto& p : candidates) {
+    if (!fs::exists(p)) continue;
+    try {
+      return std::make_pair(p.string(), checkpoint::load_checkpoint(p.string()));
+    } catch (const checkpoint::CheckpointError& e) {
+      log_.info(fmt::format("resume auto: skipping {}: {}", p.string(), e.what()));
+      reasons += std::string("\n  ") + e.what();
+    }
+  }
+  // Checkpoints exist but none loads: starting fresh would overwrite them. Refuse.
+  if (!reasons.empty())
+    throw checkpoint::CheckpointError(cfg_.train.save_dir + ": --resume auto found checkpoints but none is valid:" + reasons);
+  return std::nullopt;
+}
+
+void Trainer::restore(const std::string& path, std::optional<checkpoint::Checkpoint> preloaded) {
+  try {
+    restore_from(preloaded ? *preloaded : checkpoint::load_checkpoint(path), path);
+  } catch (const checkpoint::CheckpointError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw checkpoint::CheckpointError(path + ": " + e.what());
+  }
+}
+
+void Trainer::restore_from(const checkpoint::Checkpoint& c, const std::string& path) {
+  if (c.vocab_sha256 != train_->manifest().spm_sha256)
+    throw checkpoint::CheckpointError(path + ": field 'vocab_sha256' differs from data.shard_dir's vocabulary");
+  checkpoint::load_model_weights(*model_, c.model, path);
+  try {
+    optim_->load_state_dict(c.optimizer);
+  } catch (const std::runtime_error& e) {
+    throw checkpoint::CheckpointError(path + ": " + e.what());
+  }
+  planner_->restore({c.planner_epoch, c.planner_cursor, c.planner_slots});
+  update_ = c.update;
+  epoch_ = c.epoch;
+  best_valid_loss_ = c.best_valid_loss;
+  best_bleu_ = c.best_bleu;
+  bad_validations_ = c.bad_validations;
+  history_ = nlohmann::json::parse(c.metrics_json);
+  scaler_.restore(c.loss_scale, c.loss_scale_good_steps);
+  // Generator states are per rank. After a change of world size (allowed when
+  // world_size x update_freq is unchanged, so the data plan is the same) the ranks keep
+  // their fresh per-rank seeds: parameters continue exactly, dropout masks differ.
+  if (static_cast<int>(c.cpu_rng.size()) == group_.world_size()) {
+    at::Generator gen = at::detail::getDefaultCPUGenerator();
+    gen.set_state(c.cpu_rng[group_.rank()]);
+    if (device_.is_cuda() && static_cast<int>(c.cuda_rng.size()) == group_.world_size()) {
+      at::Generator cuda_gen = at::globalContext().defaultGenerator(device_);
+      cuda_gen.set_state(c.cuda_rng[group_.rank()]);
+    }
+  } else {
+    log_.info(fmt::format("checkpoint has generator states of {} ranks, this job has {}: dropout reseeded",
+                          c.cpu_rng.size(), group_.world_size()));
+  }
+  log_.info(fmt::format("resumed from {} at update {} (epoch {}, cursor {})", path, update_, c.planner_epoch,
+                        c.planner_cursor));
+}
+
+void Trainer::start_from(const std::string& path) {
+  checkpoint::Checkpoint c = checkpoint::load_checkpoint(path);
+  if (c.vocab_sha256 != train_->manifest().spm_sha256)
+    throw checkpoint::CheckpointError(path + ": field 'vocab_sha256' differs from data.shard_dir's vocabulary (train.finetune_from)");
+  checkpoint::load_model_weights(*model_, c.model, path);
+  if (!cfg_.train.reset_optimizer) {
+    try {
+      optim_->load_state_dict(c.optimizer);
+    } catch (const std::runtime_error& e) {
+      throw checkpoint::CheckpointError(path + ": " + e.what());
+    }
+  }
+  if (!cfg_.train.reset_schedule) update_ = c.update;
+  if (!cfg_.train.reset_planner) planner_->restore({c.planner_epoch, c.planner_cursor, c.planner_slots});
+  log_.info(fmt::format("fine-tuning from {} (update {}); reset optimizer {}, schedule {}, planner {}", path, c.update,
+                        cfg_.train.reset_optimizer, cfg_.train.reset_schedule, cfg_.train.reset_planner));
+}
+
+}  // namespace nmt::trainer
