@@ -47,17 +47,6 @@ dist: {bucket_mb: 0.01, deterministic_reduce: true, timeout_s: $timeout_s}
 YAML
 "$PRE" --config c.yaml > /dev/null 2>&1 || fail preprocess
 
-same() {  # same A B: model and optimizer state equal bit for bit, same update
-  "$python" - "$1" "$2" <<'PY' || fail "$1 and $2 differ"
-import sys, torch
-a, b = (torch.load(p, weights_only=True) for p in sys.argv[1:3])
-assert a["update"] == b["update"], (a["update"], b["update"])
-bad = [k for k in a["model"] if not torch.equal(a["model"][k], b["model"][k])]
-bad += [k + "." + s for k in a["optimizer"] for s in a["optimizer"][k] if not torch.equal(a["optimizer"][k][s], b["optimizer"][k][s])]
-assert not bad, bad[:5]
-print(f"bitwise equal at update {a['update']}: {sys.argv[1]} == {sys.argv[2]}")
-PY
-}
 update_of() { "$python" -c "import torch,sys; print(torch.load(sys.argv[1], weights_only=True)['update'])" "$1"; }
 hosts2() {  # hosts2 DIR [overrides...]: 2 hosts x 2 ranks
   local dir=$1; shift

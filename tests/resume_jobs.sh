@@ -20,17 +20,6 @@ schedule: {type: inverse_sqrt, lr: 0.002, warmup_updates: 5}
 train: {max_updates: 14, threads: 1, update_freq: 2, log_interval: 1, validate_interval_updates: 4, save_interval_updates: 3, keep_last: 0}
 YAML
 "$PRE" --config c.yaml > /dev/null 2>&1 || fail preprocess
-same() {  # same A B: model, optimizer state and update equal bit for bit
-  "$python" - "$1" "$2" <<'PY' || fail "$1 and $2 differ"
-import sys, torch
-a, b = (torch.load(p, weights_only=True) for p in sys.argv[1:3])
-assert a["update"] == b["update"], (a["update"], b["update"])
-bad = [k for k in a["model"] if not torch.equal(a["model"][k], b["model"][k])]
-bad += [k + "." + s for k in a["optimizer"] for s in a["optimizer"][k] if not torch.equal(a["optimizer"][k][s], b["optimizer"][k][s])]
-assert not bad, bad[:5]
-print(f"identical at update {a['update']}: {sys.argv[1]} == {sys.argv[2]}")
-PY
-}
 run() {  # run NP DIR [args...]
   local np=$1 dir=$2; shift 2
   "${MPIRUN[@]}" -np "$np" "$TRAIN" --config c.yaml train.save_dir="$dir" "$@" >> "$dir.log" 2>&1
