@@ -2,9 +2,11 @@
 // average --output P --last N RUN_DIR
 // Writes a checkpoint whose parameters are the mean of the inputs'.
 #include <cstdio>
+#include <filesystem>
 
 #include "checkpoint/average.h"
 #include "cli/cli.h"
+#include "config/config_error.h"
 
 int main(int argc, char** argv) {
   return nmt::cli::run_main("average", [&] {
@@ -13,15 +15,21 @@ int main(int argc, char** argv) {
     std::vector<std::string> inputs;
     int64_t last = 0;
     app.add_option("--output", output, "where to write the averaged checkpoint")->required();
-    app.add_option("--last", last, "average the newest N update_<N>.pt of the run directory given as input");
+    app.add_option("--last", last, "average the newest N update_<N>.pt of the run directory given as input")
+        ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
     app.add_option("checkpoints", inputs, "checkpoint files, or with --last one run directory")->required();
     if (int rc = nmt::cli::parse_cli(app, argc, argv); rc >= 0) return rc;
     if (last > 0) {
       if (inputs.size() != 1) throw CLI::ValidationError("--last takes exactly one run directory");
       inputs = nmt::checkpoint::last_checkpoints(inputs[0], last);
     }
+    // The output must not be one of the inputs, however spelled (./x, a symlink, ..):
+    // the same file, not the same string.
+    namespace fs = std::filesystem;
+    std::error_code ec;
     for (const auto& p : inputs)
-      if (p == output) throw std::invalid_argument("--output " + output + " is also an input");
+      if (p == output || (fs::exists(output) && fs::equivalent(p, output, ec)))
+        throw nmt::config::ConfigError("--output " + output + " is also an input (" + p + "): refusing to overwrite it");
     const nmt::checkpoint::Checkpoint avg = nmt::checkpoint::average_checkpoints(inputs);
     nmt::checkpoint::save_checkpoint(avg, output);
     std::fprintf(stderr, "average: wrote %s from %zu checkpoints (last: update %lld)\n", output.c_str(), inputs.size(),

@@ -1,5 +1,6 @@
 #include "cli/cli.h"
 
+#include <cmath>
 #include <cstdio>
 #include <exception>
 
@@ -26,6 +27,18 @@ bool resolve_config(const ConfigArgs& args, config::Needs needs, config::Config*
   }
   config::validate(*cfg, needs);
   return true;
+}
+
+CLI::Validator finite_range(double lo, double hi) {
+  const std::string range = "[" + CLI::detail::to_string(lo) + ", " + CLI::detail::to_string(hi) + "]";
+  return CLI::Validator(
+      [lo, hi, range](std::string& text) -> std::string {
+        double v = 0;
+        if (!CLI::detail::lexical_cast(text, v) || !std::isfinite(v) || v < lo || v > hi)
+          return "value " + text + " is not a finite number in " + range;
+        return "";
+      },
+      "FLOAT in " + range);
 }
 
 int parse_cli(CLI::App& app, int argc, char** argv) {

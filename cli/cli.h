@@ -23,6 +23,9 @@ void add_config_options(CLI::App& app, ConfigArgs& args);
 // Loads and validates the configuration; with --print-config prints it and returns false.
 bool resolve_config(const ConfigArgs& args, config::Needs needs, config::Config* cfg);
 
+// A flag value that must be a finite number in [lo, hi]: CLI::Range lets NaN through.
+CLI::Validator finite_range(double lo, double hi);
+
 // Parses the command line; returns -1 to go on, else the exit code (0 for --help, 2 for a
 // usage error: cli/exit_codes.h).
 int parse_cli(CLI::App& app, int argc, char** argv);

@@ -42,8 +42,8 @@ int main(int argc, char** argv) {
     app.add_option("--checkpoint", req.checkpoint, "checkpoint to evaluate")->required();
     app.add_option("--split", req.split, "val, test (data.test_split) or a raw source file");
     app.add_option("--ref", req.ref, "reference file (default: the split's raw target file)");
-    app.add_option("--beam", beam, "beam size (default eval.beam; 1 = greedy)");
-    app.add_option("--lenpen", lenpen, "length penalty (default eval.lenpen)");
+    app.add_option("--beam", beam, "beam size (default eval.beam; 1 = greedy)")->check(CLI::Range(1, 1000));
+    app.add_option("--lenpen", lenpen, "length penalty (default eval.lenpen)")->check(nmt::cli::finite_range(0, 100));
     app.add_option("--output", req.output, "write the hypotheses here");
     if (int rc = nmt::cli::parse_cli(app, argc, argv); rc >= 0) return rc;
     if (beam >= 0) args.overrides.push_back("eval.beam=" + std::to_string(beam));

@@ -16,8 +16,9 @@ int main(int argc, char** argv) {
     std::string checkpoint, input;
     int64_t beam = -1, nbest = -1;
     app.add_option("--checkpoint", checkpoint, "checkpoint to translate with")->required();
-    app.add_option("--beam", beam, "beam size (default eval.beam; 1 = greedy)");
-    app.add_option("--nbest", nbest, "print the N best translations per sentence with their scores");
+    app.add_option("--beam", beam, "beam size (default eval.beam; 1 = greedy)")->check(CLI::Range(1, 1000));
+    app.add_option("--nbest", nbest, "print the N best translations per sentence with their scores")
+        ->check(CLI::Range(1, 1000));
     app.add_option("--input", input, "read sources from this file instead of stdin");
     if (int rc = nmt::cli::parse_cli(app, argc, argv); rc >= 0) return rc;
     if (beam >= 0) args.overrides.push_back("eval.beam=" + std::to_string(beam));

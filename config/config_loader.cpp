@@ -197,9 +197,17 @@ Config from_yaml(const YAML::Node& root, const std::string& file, const std::vec
   Config cfg;
   if (root.IsDefined() && !root.IsNull()) {
     if (!root.IsMap()) throw ConfigError(file + ": the configuration must be a mapping of sections");
+    // YAML that says two things: a section or key given twice would silently keep the
+    // last; refuse it, naming both places.
+    std::map<std::string, std::string> first_at;
+    auto once = [&](const std::string& what, const std::string& at) {
+      const auto [it, fresh] = first_at.emplace(what, at);
+      if (!fresh) throw ConfigError(fmt::format("{} given twice: at {} and at {}", what, it->second, at));
+    };
     for (const auto& section : root) {
       const std::string name = section.first.as<std::string>();
       const std::string at = where(file, section.first.Mark());
+      once("config section '" + name + "'", at);
       bool known_section = false;
       for (const Field& f : fields()) known_section |= f.key.rfind(name + ".", 0) == 0;
       if (!known_section) throw ConfigError(fmt::format("unknown config section '{}' ({})", name, at));
@@ -207,6 +215,7 @@ Config from_yaml(const YAML::Node& root, const std::string& file, const std::vec
         throw ConfigError(fmt::format("config section '{}' ({}) must be a mapping of keys", name, at));
       for (const auto& kv : section.second) {
         const std::string key = name + "." + kv.first.as<std::string>();
+        once("config key '" + key + "'", where(file, kv.first.Mark()));
         set_field(cfg, key, kv.second, where(file, kv.first.Mark()));
       }
     }

@@ -76,6 +76,15 @@ TEST(Config, OverrideErrors) {
   EXPECT_THROW_WITH(load_config_text("", "x.yaml", {"trainseed"}), ConfigError, "section.key=value");
 }
 
+TEST(Config, DuplicateKeyOrSectionNamesBothLines) {
+  EXPECT_THROW_WITH(load_config_text("data:\n  max_tokens: 5\n  vocab_size: 9\n  max_tokens: 6\n", "x.yaml"), ConfigError,
+                    "config key 'data.max_tokens' given twice: at x.yaml:2 and at x.yaml:4");
+  EXPECT_THROW_WITH(load_config_text("model:\n  d_model: 8\ntrain:\n  seed: 1\nmodel:\n  heads: 2\n", "x.yaml"), ConfigError,
+                    "config section 'model' given twice: at x.yaml:1 and at x.yaml:5");
+  // The same key in two sections is two keys.
+  EXPECT_NO_THROW(load_config_text("data:\n  max_tokens: 5\neval:\n  max_tokens: 6\n", "x.yaml"));
+}
+
 TEST(Config, SyntaxErrorNamesFileAndLine) {
   EXPECT_THROW_WITH(load_config_text("data:\n  max_tokens: [1,\n", "x.yaml"), ConfigError, "x.yaml:", "syntax");
 }

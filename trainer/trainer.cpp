@@ -34,7 +34,8 @@ std::vector<std::pair<std::string, torch::Tensor>> named_params(torch::nn::Modul
 }  // namespace
 
 Trainer::Trainer(const config::Config& cfg, const dist::ProcessGroup& group, BleuValidator bleu)
-    : cfg_(cfg), group_(group), device_(checkpoint::choose_device(cfg.train, group.local_rank())),
+    : cfg_(cfg), group_(group), run_lock_(cfg.train.save_dir, group.is_main()),
+      device_(checkpoint::choose_device(cfg.train, group.local_rank())),
       schedule_(cfg.schedule, cfg.model.d_model), log_(cfg.train.save_dir, group.is_main()), bleu_(std::move(bleu)) {
   torch::set_num_threads(static_cast<int>(cfg_.train.threads));
   comm_ = dist::make_communicator(cfg_.dist, group_, device_);

@@ -22,6 +22,7 @@
 #include "config/config.h"
 #include "trainer/loss_scaler.h"
 #include "trainer/lr_schedule.h"
+#include "trainer/run_lock.h"
 #include "trainer/train_log.h"
 
 namespace nmt::trainer {
@@ -106,6 +107,7 @@ class Trainer {
 
   config::Config cfg_;
   const dist::ProcessGroup& group_;
+  RunLock run_lock_;  // before anything below writes into save_dir
   torch::Device device_;
   std::unique_ptr<dist::Communicator> comm_;
   std::unique_ptr<data::ShardedCorpus> train_, valid_;

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Bad input of the classes of issue 15 that are handled so far, each fed to the real
+# executable: it must print one message naming what and where, exit 2 (bad input), and
+# leave every existing file of the run byte for byte as it was (sha256 before and after).
+#   bad_input_jobs.sh BUILD_DIR PYTHON
+set -uo pipefail
+build=$1 python=$2
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/job_env.sh
+source "$here/job_env.sh"
+AVG=$build/trainer/average TRANS=$build/eval/translate
+"$python" "$here/make_toy_corpus.py" raw 150
+cat > c.yaml <<'YAML'
+data: {raw_dir: raw, shard_dir: shards, vocab_size: 40, num_shards: 2, max_tokens: 120}
+model: {d_model: 32, ffn_dim: 64, heads: 4, encoder_layers: 1, decoder_layers: 1, dropout: 0.1}
+schedule: {type: inverse_sqrt, lr: 0.002, warmup_updates: 5}
+train: {max_updates: 6, threads: 1, log_interval: 3, validate_interval_updates: 3, save_interval_updates: 3, save_dir: run}
+YAML
+"$PRE" --config c.yaml > /dev/null 2>&1 || fail preprocess
+"$TRAIN" --config c.yaml > train.log 2>&1 || { cat train.log; fail "train"; }
+"$EVAL" --config c.yaml --checkpoint run/last.pt --split test --beam 2 --output hyp.txt > /dev/null 2>&1 || fail evaluate
+
+snapshot() { find run shards hyp.txt c.yaml -type f ! -name .lock -print0 | sort -z | xargs -0 sha256sum; }
+snapshot > before.sha256
+checked=0
+# refused NAME EXPECTED-TEXT COMMAND...: exit 2, the text in stderr, nothing changed.
+refused() {
+  local name=$1 want=$2; shift 2
+  "$@" > out.txt 2> err.txt
+  local rc=$?
+  [ $rc = 2 ] || { cat err.txt; fail "$name: exit $rc, expected 2"; }
+  grep -qF -- "$want" err.txt || { cat err.txt; fail "$name: message lacks '$want'"; }
+  [ "$(grep -c . err.txt)" -le 3 ] || { cat err.txt; fail "$name: more than one message"; }
+  snapshot | cmp -s - before.sha256 || { snapshot | diff - before.sha256; fail "$name: an existing file changed"; }
+  echo "ok: $name: $(grep -F -- "$want" err.txt | head -1 | cut -c1-160)"
+  checked=$((checked + 1))
+}
+
+# 3. YAML that says two things: a duplicate key, a duplicate section, with both lines.
+printf 'data: {shard_dir: shards}\ntrain:\n  save_dir: run\n  seed: 3\n  seed: 4\n' > dup_key.yaml
+refused "duplicate key" "config key 'train.seed' given twice: at dup_key.yaml:4 and at dup_key.yaml:5" \
+  "$TRAIN" --config dup_key.yaml
+printf 'train:\n  save_dir: run\nmodel:\n  d_model: 32\ntrain:\n  seed: 4\n' > dup_section.yaml
+refused "duplicate section" "config section 'train' given twice: at dup_section.yaml:1 and at dup_section.yaml:5" \
+  "$TRAIN" --config dup_section.yaml
+
+# 5. Command-line values out of range, in every executable that takes one.
+refused "evaluate --beam -1" "--beam" "$EVAL" --config c.yaml --checkpoint run/last.pt --beam -1 --output hyp.txt
+refused "evaluate --beam 0" "--beam" "$EVAL" --config c.yaml --checkpoint run/last.pt --beam 0 --output hyp.txt
+refused "evaluate --lenpen -1" "--lenpen: value -1 is not a finite number in [0, 100]" \
+  "$EVAL" --config c.yaml --checkpoint run/last.pt --lenpen -1 --output hyp.txt
+refused "evaluate --lenpen nan" "--lenpen: value nan is not a finite number in [0, 100]" \
+  "$EVAL" --config c.yaml --checkpoint run/last.pt --lenpen nan --output hyp.txt
+refused "evaluate --lenpen inf" "--lenpen: value inf is not a finite number" \
+  "$EVAL" --config c.yaml --checkpoint run/last.pt --lenpen inf --output hyp.txt
+refused "translate --beam -1" "--beam" "$TRANS" --config c.yaml --checkpoint run/last.pt --beam -1
+refused "translate --nbest 0" "--nbest" "$TRANS" --config c.yaml --checkpoint run/last.pt --nbest 0
+refused "average --last 0" "--last" "$AVG" --output avg.pt --last 0 run
+refused "train --benchmark -3" "--benchmark" "$TRAIN" --config c.yaml --benchmark -3
+refused "train --warmup -1" "--warmup" "$TRAIN" --config c.yaml --benchmark 2 --warmup -1
+
+# 2. Outputs that are inputs, however spelled.
+ln -sf update_6.pt run/link.pt
+refused "average --output = input" "also an input" "$AVG" --output run/update_6.pt run/update_3.pt run/update_6.pt
+refused "average --output ./spelling" "also an input" "$AVG" --output ./run/update_6.pt run/update_3.pt run/update_6.pt
+refused "average --output via .." "also an input" "$AVG" --output run/../run/update_6.pt run/update_3.pt run/update_6.pt
+refused "average --output a symlink to an input" "also an input" "$AVG" --output run/link.pt run/update_3.pt run/update_6.pt
+refused "average --last with --output in the run" "also an input" "$AVG" --output run/update_6.pt --last 2 run
+rm run/link.pt
+
+# 6. Two runs, one directory: the second is refused with the holder's pid and host.
+"$TRAIN" --config c.yaml train.max_updates=100000 train.save_dir=busy > busy.log 2>&1 &
+holder=$!
+for _ in $(seq 1 100); do [ -e busy/last.pt ] && break; sleep 0.1; done
+find busy -type f ! -name .lock -print0 | sort -z | xargs -0 sha256sum > busy.before 2> /dev/null
+kill -STOP $holder  # nothing may change under the second run's feet while we compare
+find busy -type f ! -name .lock -print0 | sort -z | xargs -0 sha256sum > busy.before
+"$TRAIN" --config c.yaml train.save_dir=busy > second.log 2>&1
+rc=$?
+find busy -type f ! -name .lock -print0 | sort -z | xargs -0 sha256sum | cmp -s - busy.before || fail "the second run touched busy/"
+kill -CONT $holder
+[ $rc = 2 ] || { cat second.log; fail "second run on a busy save_dir: exit $rc"; }
+grep -q "config key 'train.save_dir' = 'busy' is in use by another run (pid $holder on host $(hostname) holds busy/.lock)" second.log \
+  || { cat second.log; fail "second run: message"; }
+echo "ok: a second run on busy/ refused: $(grep -o "is in use.*lock)" second.log)"
+# A stale lock (its holder killed) never blocks.
+kill -9 $holder; wait $holder 2> /dev/null
+"$TRAIN" --config c.yaml train.save_dir=busy train.max_updates=2 --resume auto > third.log 2>&1 \
+  || { cat third.log; fail "a run after the holder was killed was refused"; }
+echo "ok: the lock of a killed run did not block the next one"
+echo "bad input: $checked refusals checked (message, exit 2, no file changed) + the run lock"
