@@ -134,6 +134,9 @@ void save_checkpoint(const Checkpoint& c, const std::string& path, const std::fu
 }
 
 Checkpoint load_checkpoint(const std::string& path) {
+  if (fs::is_directory(path))
+    throw CheckpointError(path + ": is a directory, not a checkpoint file (give a .pt file, e.g. " +
+                          (fs::path(path) / "last.pt").string() + ")");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw CheckpointError(path + ": checkpoint does not exist or cannot be read");
   std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

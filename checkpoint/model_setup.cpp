@@ -14,7 +14,24 @@ torch::Device choose_device(const config::TrainConfig& cfg, int local_rank) {
   return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank % torch::cuda::device_count()));
 }
 
+void check_config_against_manifest(const config::Config& cfg, const data::Manifest& manifest) {
+  // What the manifest records about how the shards were made must agree with the config
+  // that reads them: swapped languages would train (or score) the wrong direction.
+  const std::string manifest_path = cfg.data.shard_dir + "/manifest.json";
+  auto check = [&](const std::string& key, const std::string& ours, const std::string& theirs) {
+    if (ours == theirs) return;
+    const auto it = cfg.origin.find(key);
+    throw config::ConfigError("config key '" + key + "' = '" + ours + "' (" +
+                              (it == cfg.origin.end() ? std::string("default") : it->second) + ") but " + manifest_path +
+                              " records '" + theirs + "': the shards were made for " + manifest.src_lang + "->" +
+                              manifest.tgt_lang + " (set the key to match, or preprocess again)");
+  };
+  check("data.src_lang", cfg.data.src_lang, manifest.src_lang);
+  check("data.tgt_lang", cfg.data.tgt_lang, manifest.tgt_lang);
+}
+
 model::ModelConfig model_config_for(const config::Config& cfg, const data::Manifest& manifest) {
+  check_config_against_manifest(cfg, manifest);
   model::ModelConfig m = cfg.model;
   m.vocab_size = manifest.vocab_size;
   m.pad_id = manifest.special.pad;

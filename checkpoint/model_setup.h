@@ -14,7 +14,12 @@ namespace nmt::checkpoint {
 // train.device: auto = CUDA device `local_rank` when CUDA is available, else CPU.
 torch::Device choose_device(const config::TrainConfig& cfg, int local_rank);
 
-// The model section plus what only the data knows (vocabulary size, pad id).
+// Refuses a config whose keys disagree with what the shards' manifest records
+// (data.src_lang, data.tgt_lang), naming the key, both values and both places.
+void check_config_against_manifest(const config::Config& cfg, const data::Manifest& manifest);
+
+// The model section plus what only the data knows (vocabulary size, pad id); checks the
+// config against the manifest first.
 model::ModelConfig model_config_for(const config::Config& cfg, const data::Manifest& manifest);
 
 // Builds the configured model and loads a checkpoint's weights into it, refusing a

@@ -4,6 +4,7 @@
 #include <sentencepiece_trainer.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -13,6 +14,7 @@
 #include "data/progress.h"
 #include "data/sha256.h"
 #include "data/shard_io.h"
+#include "data/stale_temporaries.h"
 #include "data/text_file.h"
 
 namespace fs = std::filesystem;
@@ -97,8 +99,25 @@ std::vector<int> encode(const sentencepiece::SentencePieceProcessor& sp, const s
 
 Manifest preprocess(const DataConfig& cfg, std::FILE* log) {
   // 1. Read and check every split before writing anything.
+  // Every split present in one language must be present in the other, and the training
+  // and validation splits must be there: a half-present split is an error, not a skip.
   std::vector<RawSplit> splits;
-  for (const std::string& name : list_splits(cfg.raw_dir, cfg.src_lang, cfg.tgt_lang)) {
+  std::vector<std::string> names = list_splits(cfg.raw_dir, cfg.src_lang, cfg.tgt_lang);
+  std::vector<std::string> missing;
+  for (const std::string& required : {cfg.train_split, cfg.valid_split})
+    if (std::find(names.begin(), names.end(), required) == names.end()) names.push_back(required);
+  for (const std::string& name : names)
+    for (const std::string& lang : {cfg.src_lang, cfg.tgt_lang})
+      if (find_split_file(cfg.raw_dir, name, lang).empty())
+        missing.push_back((fs::path(cfg.raw_dir) / (name + "." + lang)).string() + "[.gz]");
+  if (!missing.empty()) {
+    std::string list;
+    for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;
+    throw DataError("missing raw files: " + list + " (data.raw_dir = '" + cfg.raw_dir + "', data.src_lang = '" +
+                    cfg.src_lang + "', data.tgt_lang = '" + cfg.tgt_lang + "', data.train_split = '" +
+                    cfg.train_split + "', data.valid_split = '" + cfg.valid_split + "')");
+  }
+  for (const std::string& name : names) {
     RawSplit s;
     s.name = name;
     s.src_path = find_split_file(cfg.raw_dir, name, cfg.src_lang);
@@ -133,6 +152,8 @@ Manifest preprocess(const DataConfig& cfg, std::FILE* log) {
 
   // 3. Encode and shard every split into a temporary directory.
   fs::create_directories(cfg.shard_dir);
+  for (const std::string& old : remove_stale_temporaries(cfg.shard_dir))
+    if (log) std::fprintf(log, "preprocess: removed %s, left by an interrupted run\n", old.c_str());
   const fs::path tmp = fs::path(cfg.shard_dir) / (".tmp-preprocess-" + std::to_string(::getpid()));
   fs::remove_all(tmp);
   fs::create_directories(tmp);

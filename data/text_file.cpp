@@ -52,13 +52,13 @@ std::vector<std::string> list_splits(const std::string& dir, const std::string& 
                                      const std::string& tgt_lang) {
   if (!fs::is_directory(dir)) throw DataError(dir + ": raw data directory does not exist");
   std::set<std::string> prefixes;
-  const std::string suffix = "." + src_lang;
   for (const auto& entry : fs::directory_iterator(dir)) {
     std::string name = entry.path().filename().string();
     if (name.size() > 3 && name.compare(name.size() - 3, 3, ".gz") == 0) name.resize(name.size() - 3);
-    if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
-      std::string split = name.substr(0, name.size() - suffix.size());
-      if (!find_split_file(dir, split, tgt_lang).empty()) prefixes.insert(split);
+    for (const std::string& lang : {src_lang, tgt_lang}) {
+      const std::string suffix = "." + lang;
+      if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+        prefixes.insert(name.substr(0, name.size() - suffix.size()));
     }
   }
   return {prefixes.begin(), prefixes.end()};

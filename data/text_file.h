@@ -12,7 +12,7 @@ std::vector<std::string> read_lines(const std::string& path);
 // `{dir}/{split}.{lang}` if it exists, else `{dir}/{split}.{lang}.gz`, else "".
 std::string find_split_file(const std::string& dir, const std::string& split, const std::string& lang);
 
-// Split prefixes in `dir` that have a file for both languages, sorted.
+// Split prefixes in `dir` that have a file for either language, sorted.
 std::vector<std::string> list_splits(const std::string& dir, const std::string& src_lang,
                                      const std::string& tgt_lang);
 

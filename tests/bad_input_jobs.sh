@@ -68,6 +68,25 @@ refused "average --output a symlink to an input" "also an input" "$AVG" --output
 refused "average --last with --output in the run" "also an input" "$AVG" --output run/update_6.pt --last 2 run
 rm run/link.pt
 
+# 4. Config that disagrees with the data: languages swapped against the manifest.
+refused "train, languages swapped" "config key 'data.src_lang' = 'en' (command line 'data.src_lang=en') but shards/manifest.json records 'de'" \
+  "$TRAIN" --config c.yaml data.src_lang=en data.tgt_lang=de
+refused "evaluate, languages swapped" "but shards/manifest.json records 'de': the shards were made for de->en" \
+  "$EVAL" --config c.yaml --checkpoint run/last.pt data.src_lang=en data.tgt_lang=de --output hyp.txt
+
+# 7. Missing inputs: a validation file of one language.
+mkdir -p raw_noval && cp raw/* raw_noval/ && rm raw_noval/val.en
+refused "preprocess, val.en missing" "missing raw files: raw_noval/val.en[.gz]" \
+  "$PRE" --config c.yaml data.raw_dir=raw_noval data.shard_dir=shards_noval
+[ ! -e shards_noval ] || fail "preprocess wrote shards_noval although an input was missing"
+
+# 8. Errors that say where: a directory for a checkpoint, max_tokens below the longest sentence.
+refused "evaluate --checkpoint DIR" "run: is a directory, not a checkpoint file" \
+  "$EVAL" --config c.yaml --checkpoint run --output hyp.txt
+refused "average of a directory" "run: is a directory, not a checkpoint file" "$AVG" --output avg.pt run run/last.pt
+refused "max_tokens below the longest sentence" "config key 'data.max_tokens' = 3: split 'train' has a sentence of" \
+  "$TRAIN" --config c.yaml data.max_tokens=3
+
 # 6. Two runs, one directory: the second is refused with the holder's pid and host.
 "$TRAIN" --config c.yaml train.max_updates=100000 train.save_dir=busy > busy.log 2>&1 &
 holder=$!
@@ -88,4 +107,17 @@ kill -9 $holder; wait $holder 2> /dev/null
 "$TRAIN" --config c.yaml train.save_dir=busy train.max_updates=2 --resume auto > third.log 2>&1 \
   || { cat third.log; fail "a run after the holder was killed was refused"; }
 echo "ok: the lock of a killed run did not block the next one"
+# 9. Litter of interrupted runs: temporaries whose writer is gone are removed at the next
+# start; one whose writer lives is kept (preprocess); under the run lock all go (train).
+mkdir -p shards/.tmp-preprocess-999999 "shards/.tmp-preprocess-$$" && touch shards/.tmp-preprocess-999999/x
+touch run/.update_9.pt.tmp-999999 "run/.last.pt.tmp-$$"
+"$PRE" --config c.yaml > pre2.log 2>&1 || { cat pre2.log; fail "preprocess again"; }
+[ ! -e shards/.tmp-preprocess-999999 ] || fail "stale preprocess temporary kept"
+[ -e "shards/.tmp-preprocess-$$" ] || fail "a live writer's temporary was removed"
+grep -q "removed shards/.tmp-preprocess-999999, left by an interrupted run" pre2.log || fail "preprocess did not say what it removed"
+rmdir "shards/.tmp-preprocess-$$"
+"$TRAIN" --config c.yaml train.max_updates=7 --resume auto > t2.log 2>&1 || { cat t2.log; fail "resume"; }
+ls -a run | grep -q '\.tmp-' && fail "temporaries left in run/"
+grep -q "removed run/.update_9.pt.tmp-999999, left by an interrupted run" t2.log || { cat t2.log; fail "train did not say what it removed"; }
+echo "ok: stale temporaries removed at the next start (preprocess: dead writers only; train: all, under its lock)"
 echo "bad input: $checked refusals checked (message, exit 2, no file changed) + the run lock"

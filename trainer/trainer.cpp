@@ -14,6 +14,7 @@
 #include "checkpoint/model_setup.h"
 #include "config/config_error.h"
 #include "data/progress.h"
+#include "data/stale_temporaries.h"
 #include "data/text_file.h"
 #include "trainer/autocast.h"
 #include "trainer/elapsed.h"
@@ -38,6 +39,11 @@ Trainer::Trainer(const config::Config& cfg, const dist::ProcessGroup& group, Ble
       device_(checkpoint::choose_device(cfg.train, group.local_rank())),
       schedule_(cfg.schedule, cfg.model.d_model), log_(cfg.train.save_dir, group.is_main()), bleu_(std::move(bleu)) {
   torch::set_num_threads(static_cast<int>(cfg_.train.threads));
+  // Under the run lock no other writer exists: every temporary in save_dir is litter of an
+  // interrupted run (a checkpoint write cut by SIGKILL, say).
+  if (group_.is_main())
+    for (const std::string& old : data::remove_stale_temporaries(cfg_.train.save_dir, /*all=*/true))
+      log_.info("removed " + old + ", left by an interrupted run");
   comm_ = dist::make_communicator(cfg_.dist, group_, device_);
   check_every_rank_sees_the_run(cfg_, *comm_);  // before any rank reads shards: one message names the host
   train_ = std::make_unique<data::ShardedCorpus>(cfg_.data.shard_dir, cfg_.data.train_split);
@@ -53,6 +59,10 @@ Trainer::Trainer(const config::Config& cfg, const dist::ProcessGroup& group, Ble
       throw config::ConfigError(fmt::format("config key 'model.max_positions' = {}: split '{}' has a sentence of {} positions "
                                     "(raise it, or lower data.max_len and preprocess again)",
                                     cfg_.model.max_positions, c->split(), longest));
+    if (longest > cfg_.data.max_tokens)
+      throw config::ConfigError(fmt::format("config key 'data.max_tokens' = {}: split '{}' has a sentence of {} tokens, "
+                                            "which fits in no micro-batch (raise data.max_tokens to at least {})",
+                                            cfg_.data.max_tokens, c->split(), longest, longest));
   }
   valid_batches_ = data::pack_micro_batches(valid_->src_lengths(), valid_->tgt_lengths(), cfg_.data.max_tokens);
   if (bleu_ && data::find_split_file(cfg_.data.raw_dir, cfg_.data.valid_split, cfg_.data.tgt_lang).empty())
