@@ -1,6 +1,7 @@
 #include "checkpoint/model_setup.h"
 
 #include "checkpoint/checkpoint.h"
+#include "checkpoint/memory_estimate.h"
 #include "config/config_error.h"
 
 namespace nmt::checkpoint {
@@ -45,7 +46,9 @@ model::Transformer load_model_for_inference(const config::Config& cfg, const dat
     throw CheckpointError(checkpoint_path + ": field 'vocab_sha256' (" + ckpt.vocab_sha256.substr(0, 12) +
                           "...) differs from the vocabulary of data.shard_dir (" + manifest.spm_sha256.substr(0, 12) +
                           "...): the checkpoint was trained on other data");
-  model::Transformer model(model_config_for(cfg, manifest));
+  const model::ModelConfig model_cfg = model_config_for(cfg, manifest);
+  check_fits(model_cfg, cfg, device, /*training=*/false);
+  model::Transformer model(model_cfg);
   load_model_weights(*model, ckpt.model, checkpoint_path);
   model->to(device);
   model->eval();

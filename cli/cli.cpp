@@ -53,7 +53,11 @@ int parse_cli(CLI::App& app, int argc, char** argv) {
 
 int run_main(const std::string& program, const std::function<int()>& body) {
   auto report = [&](const std::exception& e, int code) {
-    std::fprintf(stderr, "%s: error: %s\n", program.c_str(), e.what());
+    // LibTorch's errors (an allocation that failed, say) carry a C++ backtrace after
+    // their message: the user gets the message.
+    std::string what = e.what();
+    if (const auto at = what.find("\nException raised from "); at != std::string::npos) what.resize(at);
+    std::fprintf(stderr, "%s: error: %s\n", program.c_str(), what.c_str());
     std::fflush(stderr);
     return code;
   };

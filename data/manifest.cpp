@@ -60,7 +60,7 @@ Manifest Manifest::from_json(const std::string& text, const std::string& path) {
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse errors, and numbers out of range (found by fuzz_readers)
     throw DataError(path + ": not valid JSON: " + e.what());
   }
   Manifest m;

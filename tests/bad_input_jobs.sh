@@ -36,6 +36,14 @@ refused() {
   checked=$((checked + 1))
 }
 
+# 1. Sizes that cannot fit: refused before allocating, naming the keys and both figures.
+refused "train, d_model 65536" "the model does not fit: model.d_model = 65536, model.ffn_dim = 64" \
+  "$TRAIN" --config c.yaml model.d_model=65536
+grep -Eq "need at least [0-9.]+ GB \([0-9.]+ GB parameters, gradients and Adam state, [0-9.]+ GB activations\) but cpu has [0-9.]+ GB of memory" err.txt \
+  || { cat err.txt; fail "the estimate's figures"; }
+refused "evaluate, d_model 65536" "the model does not fit: model.d_model = 65536" \
+  "$EVAL" --config c.yaml --checkpoint run/last.pt model.d_model=65536 --output hyp.txt
+
 # 3. YAML that says two things: a duplicate key, a duplicate section, with both lines.
 printf 'data: {shard_dir: shards}\ntrain:\n  save_dir: run\n  seed: 3\n  seed: 4\n' > dup_key.yaml
 refused "duplicate key" "config key 'train.seed' given twice: at dup_key.yaml:4 and at dup_key.yaml:5" \

@@ -121,7 +121,7 @@ TEST(Preprocess, MissingInputsAreNamed) {
   DataConfig c;
   c.raw_dir = empty.path().string();
   c.shard_dir = out.path().string();
-  EXPECT_THROW_WITH(preprocess(c, stderr), DataError, "no training split 'train.de'");
+  EXPECT_THROW_WITH(preprocess(c, stderr), DataError, "missing raw files: ", "train.de[.gz]", "val.en[.gz]");
   c.raw_dir = empty.file("nope");
   EXPECT_THROW_WITH(preprocess(c, stderr), DataError, "nope", "does not exist");
   RawCorpus raw;

@@ -1,6 +1,8 @@
 // Shards: round trip, and every kind of damage refused with a message naming file and field.
 #include <hdf5.h>
 
+#include <fstream>
+
 #include "data/data_error.h"
 #include "data/sharded_corpus.h"
 #include "tests/shard_fixture.h"
@@ -154,6 +156,17 @@ TEST(Shards, CorruptManifest) {
 }
 
 // Writes a shard with known ids for tests/check_shard_h5py.py (ctest fixture).
+// Regression inputs found by tests/fuzz_readers.cpp: each must be refused with DataError.
+TEST(Shards, FuzzFindingsAreRefusedWithDataError) {
+  for (const char* name : {"fuzz-manifest-number-overflow.json"}) {
+    const std::string path = std::string(NMTRAIN_SOURCE_DIR) + "/tests/fixtures/" + name;
+    std::ifstream in(path, std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_FALSE(text.empty()) << path;
+    EXPECT_THROW_WITH(Manifest::from_json(text, path), DataError, name, "not valid JSON");
+  }
+}
+
 TEST(Shards, WriteFixtureForH5py) {
   const char* out = std::getenv("NMTRAIN_H5PY_FIXTURE_DIR");
   if (!out) GTEST_SKIP() << "NMTRAIN_H5PY_FIXTURE_DIR not set (ctest sets it)";

@@ -11,6 +11,7 @@
 #include <csignal>
 #include <limits>
 
+#include "checkpoint/memory_estimate.h"
 #include "checkpoint/model_setup.h"
 #include "config/config_error.h"
 #include "data/progress.h"
@@ -71,7 +72,9 @@ Trainer::Trainer(const config::Config& cfg, const dist::ProcessGroup& group, Ble
 
   // Same seed on every rank: identical initial parameters (rank 0's are broadcast anyway).
   torch::manual_seed(static_cast<uint64_t>(cfg_.train.seed));
-  model_ = model::Transformer(checkpoint::model_config_for(cfg_, train_->manifest()));
+  const model::ModelConfig model_cfg = checkpoint::model_config_for(cfg_, train_->manifest());
+  checkpoint::check_fits(model_cfg, cfg_, device_, /*training=*/true);  // before allocating anything large
+  model_ = model::Transformer(model_cfg);
   model_->to(device_);
   model_->train();
   for (auto& p : model_->parameters()) p.mutable_grad() = torch::zeros_like(p);  // reducer needs defined grads
