@@ -9,6 +9,7 @@
 
 #include "data/sha256.h"
 #include "checkpoint/torch_pickle.h"
+#include "checkpoint/zip_check.h"
 
 namespace fs = std::filesystem;
 
@@ -147,6 +148,8 @@ Checkpoint load_checkpoint(const std::string& path) {
     if (data::sha256_hex(std::string_view(bytes.data(), bytes.size())) != want)
       throw CheckpointError(path + ": checksum differs from " + path + ".sha256 (corrupt or truncated checkpoint)");
   }
+  if (const std::string problem = zip_structure_problem(bytes); !problem.empty())
+    throw CheckpointError(path + ": not a readable checkpoint (corrupt or truncated?): " + problem);
   c10::IValue iv;
   try {
     iv = torch::pickle_load(bytes);

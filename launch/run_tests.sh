@@ -1,7 +1,14 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, builds, and runs the whole ctest suite.
+# The test command: installs what is missing, builds, runs the whole ctest suite, then the
+# unit tests and the readers' fuzzer under AddressSanitizer + UBSan (launch/sanitize_tests.sh;
+# NMTRAIN_SANITIZE=0 skips that part).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 eval "$(bash "$root/launch/build.sh")"
 cd "$NMTRAIN_BUILD"
-ctest --output-on-failure -j "$(nproc)" "$@"
+rc=0
+ctest --output-on-failure -j "$(nproc)" "$@" || rc=$?
+if [ "${NMTRAIN_SANITIZE:-1}" != 0 ]; then
+  bash "$root/launch/sanitize_tests.sh" || rc=1
+fi
+exit $rc

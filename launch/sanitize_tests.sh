@@ -14,12 +14,13 @@ build=${SANITIZE_BUILD_DIR:-$root/build-asan}
 if [ ! -f "$build/build.ninja" ]; then
   cmake -S "$root" -B "$build" -G Ninja -DNMTRAIN_VENV="$NMTRAIN_VENV" -DNMTRAIN_SANITIZE=ON > /dev/null
 fi
+# Leaks are not checked: MPI and LibTorch keep process-lifetime allocations by design.
+# Set before building: the build lists the gtests by running the sanitized binary.
+export ASAN_OPTIONS=detect_leaks=0:halt_on_error=1:abort_on_error=0
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 start=$(date +%s)
 cmake --build "$build" -j "$(nproc)" --target nmt_tests fuzz_readers
 echo "[sanitize] built in $(( $(date +%s) - start )) s"
-# Leaks are not checked: MPI and LibTorch keep process-lifetime allocations by design.
-export ASAN_OPTIONS=detect_leaks=0:halt_on_error=1:abort_on_error=0
-export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 cd "$build"
 start=$(date +%s)
 rc=0
