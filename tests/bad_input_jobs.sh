@@ -127,5 +127,14 @@ rmdir "shards/.tmp-preprocess-$$"
 "$TRAIN" --config c.yaml train.max_updates=7 --resume auto > t2.log 2>&1 || { cat t2.log; fail "resume"; }
 ls -a run | grep -q '\.tmp-' && fail "temporaries left in run/"
 grep -q "removed run/.update_9.pt.tmp-999999, left by an interrupted run" t2.log || { cat t2.log; fail "train did not say what it removed"; }
+# ... and Ctrl-C stops training between updates: checkpoint written whole, nothing left over.
+"$TRAIN" --config c.yaml train.save_dir=ctrlc train.max_updates=100000 > ctrlc.log 2>&1 &
+pid=$!
+for _ in $(seq 1 100); do [ -e ctrlc/update_3.pt ] && break; sleep 0.1; done
+kill -INT $pid; wait $pid; rc=$?
+[ $rc = 0 ] || { cat ctrlc.log; fail "Ctrl-C: exit $rc"; }
+grep -q "stopped by signal 2 after update" ctrlc.log || { cat ctrlc.log; fail "Ctrl-C: no graceful stop"; }
+ls -a ctrlc | grep -q '\.tmp-' && fail "Ctrl-C left a temporary"
+"$python" -c "import torch; torch.load('ctrlc/last.pt', weights_only=True)" || fail "Ctrl-C: last.pt unreadable"
 echo "ok: stale temporaries removed at the next start (preprocess: dead writers only; train: all, under its lock)"
 echo "bad input: $checked refusals checked (message, exit 2, no file changed) + the run lock"

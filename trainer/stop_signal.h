@@ -1,6 +1,6 @@
 #pragma once
-// Preemption: SIGUSR1 (which mpirun forwards to every rank) and SIGTERM (which SLURM
-// sends to the ranks themselves) set a flag instead of killing the process; the training
+// Preemption: SIGUSR1 (which mpirun forwards to every rank), SIGTERM (which SLURM sends
+// to the ranks themselves) and a first SIGINT (Ctrl-C) set a flag instead of killing the process; the training
 // loop reads it between updates and all ranks agree, through an all-reduce, to stop
 // after the same update. The handler can only touch a sig_atomic_t, hence the one
 // process-wide flag behind this class.
@@ -18,7 +18,7 @@ class StopSignal {
   int received() const;
 
  private:
-  struct sigaction old_usr1_ {}, old_term_ {};
+  struct sigaction old_usr1_ {}, old_term_ {}, old_int_ {};
 };
 
 }  // namespace nmt::trainer
