@@ -61,7 +61,11 @@ class MpiWork : public Work {
   ~MpiWork() override {
     // Never block in a destructor on a job that already failed (it may never complete);
     // otherwise finish the request, bounded by the watchdog.
-    if (req_ == MPI_REQUEST_NULL || collectives_broken()) return;
+    if (req_ == MPI_REQUEST_NULL) return;
+    if (collectives_broken()) {  // MPI may still write into the buffer: never free it
+      keep_forever(std::make_shared<torch::Tensor>(std::move(keep_)));
+      return;
+    }
     try {
       wait_request(req_, op_, *watchdog_);
     } catch (const std::exception&) {  // the job is ending already; its first error was reported
@@ -73,7 +77,12 @@ class MpiWork : public Work {
   }
   bool test() override {
     int done = 0;
-    if (MPI_Test(&req_, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) wait();  // wait() reports the error
+    if (const int rc = MPI_Test(&req_, &done, MPI_STATUS_IGNORE); rc != MPI_SUCCESS) {
+      // MPI has freed the request: report the error now, it cannot be waited for again.
+      mark_collectives_broken();
+      throw DistError(op_ + " failed on rank " + std::to_string(watchdog_->rank()) + " during " + watchdog_->phase() +
+                      ": " + mpi_error_text(rc));
+    }
     return done != 0;
   }
 
@@ -134,7 +143,12 @@ class MpiCommunicator : public Communicator {
     MPI_Request req;
     watchdog_->next_sequence();
     check_posted(MPI_Ibcast(t.data_ptr(), static_cast<int>(t.numel()), mpi_type(t), root, comm_, &req), "MPI_Ibcast");
-    wait_request(req, describe_collective("broadcast", t), *watchdog_);
+    try {
+      wait_request(req, describe_collective("broadcast", t), *watchdog_);
+    } catch (...) {
+      keep_forever(std::make_shared<torch::Tensor>(t));  // MPI may still write into it
+      throw;
+    }
   }
   void barrier() override {
     MPI_Request req;

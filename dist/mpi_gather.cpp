@@ -31,23 +31,40 @@ void wait_request(MPI_Request& req, const std::string& op, Watchdog& watchdog) {
   });
 }
 
-std::vector<std::string> gather_bytes(const std::string& mine, int world, MPI_Comm comm, Watchdog& watchdog) {
-  int n = static_cast<int>(mine.size());
-  std::vector<int> sizes(world), displs(world);
+std::vector<std::string> gather_bytes(const std::string& mine_in, int world, MPI_Comm comm, Watchdog& watchdog) {
+  // Buffers on the heap: if a wait fails, MPI may still write into them, so they are then
+  // handed to keep_forever instead of being freed.
+  auto mine_p = std::make_shared<std::string>(mine_in);
+  auto n_p = std::make_shared<int>(static_cast<int>(mine_in.size()));
+  auto sizes_p = std::make_shared<std::vector<int>>(world);
+  auto all_p = std::make_shared<std::string>();
+  const std::string& mine = *mine_p;
+  int& n = *n_p;
+  std::vector<int>& sizes = *sizes_p;
+  std::vector<int> displs(world);
+  auto wait_or_keep = [&](MPI_Request& r, const std::string& op) {
+    try {
+      wait_request(r, op, watchdog);
+    } catch (...) {
+      keep_forever(mine_p), keep_forever(n_p), keep_forever(sizes_p), keep_forever(all_p);
+      throw;
+    }
+  };
   MPI_Request req;
   watchdog.next_sequence();
   check_posted(MPI_Iallgather(&n, 1, MPI_INT, sizes.data(), 1, MPI_INT, comm, &req), "MPI_Iallgather");
-  wait_request(req, "all_gather (sizes)", watchdog);
+  wait_or_keep(req, "all_gather (sizes)");
   int total = 0;
   for (int r = 0; r < world; ++r) {
     displs[r] = total;
     total += sizes[r];
   }
-  std::string all(total, '\0');
+  std::string& all = *all_p;
+  all.assign(static_cast<size_t>(total), '\0');
   watchdog.next_sequence();
   check_posted(MPI_Iallgatherv(mine.data(), n, MPI_CHAR, all.data(), sizes.data(), displs.data(), MPI_CHAR, comm, &req),
                "MPI_Iallgatherv");
-  wait_request(req, "all_gather (" + std::to_string(total) + " bytes)", watchdog);
+  wait_or_keep(req, "all_gather (" + std::to_string(total) + " bytes)");
   std::vector<std::string> out;
   for (int r = 0; r < world; ++r) out.push_back(all.substr(displs[r], sizes[r]));
   return out;

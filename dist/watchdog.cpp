@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <thread>
 
 namespace nmt::dist {
@@ -32,6 +33,13 @@ std::string local_host() {
 }  // namespace
 
 bool collectives_broken() { return g_broken.load(); }
+
+void keep_forever(std::shared_ptr<void> buffer) {
+  static auto* graveyard = new std::vector<std::shared_ptr<void>>();  // never destroyed
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  graveyard->push_back(std::move(buffer));
+}
 void mark_collectives_broken() { g_broken.store(true); }
 
 Watchdog::Watchdog(double timeout_s, MPI_Comm world) : timeout_s_(timeout_s) {
@@ -74,8 +82,17 @@ void Watchdog::wait(const std::string& op, const std::function<bool()>& done) {
 
 std::string Watchdog::arrival_report(const std::string& op, double waited_s) {
   const int64_t seq = sequence_;
-  std::vector<int64_t> mine = {seq, rank_}, got(2 * static_cast<size_t>(world_), -1);
-  std::vector<MPI_Request> sends, recvs(static_cast<size_t>(world_), MPI_REQUEST_NULL);
+  // The notices may complete after we stop listening: their buffers live forever.
+  auto mine_p = std::make_shared<std::vector<int64_t>>(std::vector<int64_t>{seq, rank_});
+  auto got_p = std::make_shared<std::vector<int64_t>>(2 * static_cast<size_t>(world_), -1);
+  auto recvs_p = std::make_shared<std::vector<MPI_Request>>(static_cast<size_t>(world_), MPI_REQUEST_NULL);
+  keep_forever(mine_p);
+  keep_forever(got_p);
+  keep_forever(recvs_p);
+  std::vector<int64_t>& mine = *mine_p;
+  std::vector<int64_t>& got = *got_p;
+  std::vector<MPI_Request>& recvs = *recvs_p;
+  std::vector<MPI_Request> sends;
   for (int p = 0; p < world_; ++p) {
     if (p == rank_) continue;
     MPI_Request s;

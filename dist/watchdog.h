@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -65,5 +66,9 @@ class Watchdog {
 // communicators may then never complete, so destructors leak them instead of waiting.
 bool collectives_broken();
 void mark_collectives_broken();
+
+// After a failure, requests left in flight may still write into their buffers: such
+// buffers are handed here and never freed (the process is about to end anyway).
+void keep_forever(std::shared_ptr<void> buffer);
 
 }  // namespace nmt::dist

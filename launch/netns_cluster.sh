@@ -126,7 +126,8 @@ case $cmd in
     # Torn down on every exit path, a failed or interrupted command included.
     trap down EXIT
     trap 'exit 130' INT TERM
-    eval "$(up "$hosts" "$slots")"
+    env_lines=$(up "$hosts" "$slots") || exit $?
+    eval "$env_lines"
     set +e
     "$@"
     exit $?

@@ -39,7 +39,9 @@ forward() {
   stopping=1
   [ "$child" -gt 0 ] && kill -s "$1" "$child" 2> /dev/null
 }
-trap 'forward INT' INT
+# A background job of a script ignores SIGINT, so Ctrl-C is passed on as SIGTERM (which
+# train and mpirun both take as "stop cleanly").
+trap 'forward TERM' INT
 trap 'forward TERM' TERM
 trap 'forward USR1' USR1
 
@@ -49,13 +51,16 @@ while :; do
   say "attempt $((attempt + 1)) (restarts left $((max_restarts - attempt))): ${cmd[*]}"
   start=$(date +%s)
   # stderr goes to the terminal as usual and into the attempt's log, for the last error.
+  [ "$stopping" -eq 1 ] && { say "stopped by a signal before attempt $((attempt + 1))"; exit 130; }
   "${cmd[@]}" 2> >(tee "$attempt_log" >&2) &
   child=$!
+  [ "$stopping" -eq 1 ] && kill -s TERM "$child" 2> /dev/null  # a signal that came while starting
   wait "$child"
   rc=$?
   # `wait` returns early when a trapped signal arrives: wait for the job itself to end.
   while kill -0 "$child" 2> /dev/null; do wait "$child"; rc=$?; done
   child=0
+  sleep 0.2  # let tee write the job's last lines
   cat "$attempt_log" >> "$log"
   # Our own ": error: " line first; else what Open MPI said about the end of the job.
   last_error=$(grep -E ': error: ' "$attempt_log" | tail -1)
@@ -81,7 +86,7 @@ while :; do
   attempt=$((attempt + 1))
   # Continue from the newest valid checkpoint from now on.
   has_resume=0
-  for a in "${cmd[@]}"; do [ "$a" = "--resume" ] && has_resume=1; done
+  for a in "${cmd[@]}"; do [[ $a == --resume || $a == --resume=* ]] && has_resume=1; done
   [ $has_resume -eq 1 ] || cmd+=(--resume auto)
   say "exit $rc after ${elapsed} s (${last_error:-no error printed}); restarting in ${backoff} s with --resume auto"
   sleep "$backoff" &
