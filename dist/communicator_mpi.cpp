@@ -77,12 +77,9 @@ class MpiWork : public Work {
   }
   bool test() override {
     int done = 0;
-    if (const int rc = MPI_Test(&req_, &done, MPI_STATUS_IGNORE); rc != MPI_SUCCESS) {
-      // MPI has freed the request: report the error now, it cannot be waited for again.
-      mark_collectives_broken();
-      throw DistError(op_ + " failed on rank " + std::to_string(watchdog_->rank()) + " during " + watchdog_->phase() +
-                      ": " + mpi_error_text(rc));
-    }
+    // MPI has freed a failed request: report the error now, it cannot be waited for again.
+    if (const int rc = MPI_Test(&req_, &done, MPI_STATUS_IGNORE); rc != MPI_SUCCESS)
+      throw_request_error(rc, op_, *watchdog_);
     return done != 0;
   }
 

@@ -18,15 +18,16 @@ void check_posted(int rc, const char* call) {
   }
 }
 
+void throw_request_error(int rc, const std::string& op, const Watchdog& watchdog) {
+  mark_collectives_broken();
+  throw DistError(op + " failed on rank " + std::to_string(watchdog.rank()) + " during " + watchdog.phase() + ": " +
+                  mpi_error_text(rc));
+}
+
 void wait_request(MPI_Request& req, const std::string& op, Watchdog& watchdog) {
   watchdog.wait(op, [&] {
     int flag = 0;
-    const int rc = MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
-    if (rc != MPI_SUCCESS) {
-      mark_collectives_broken();
-      throw DistError(op + " failed on rank " + std::to_string(watchdog.rank()) + " during " + watchdog.phase() +
-                      ": " + mpi_error_text(rc));
-    }
+    if (const int rc = MPI_Test(&req, &flag, MPI_STATUS_IGNORE); rc != MPI_SUCCESS) throw_request_error(rc, op, watchdog);
     return flag != 0;
   });
 }

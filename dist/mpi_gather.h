@@ -19,6 +19,10 @@ void wait_request(MPI_Request& req, const std::string& op, Watchdog& watchdog);
 // Throws DistError naming `call` unless `rc` is MPI_SUCCESS (a collective's posting).
 void check_posted(int rc, const char* call);
 
+// After a request failed with `rc`: marks the collectives broken and throws DistError
+// naming `op`, the rank and the phase.
+[[noreturn]] void throw_request_error(int rc, const std::string& op, const Watchdog& watchdog);
+
 // MPI's text for an error code.
 std::string mpi_error_text(int code);
 

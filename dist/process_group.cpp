@@ -10,6 +10,11 @@
 
 namespace nmt::dist {
 
+std::string host_name() {
+  char name[256] = {0};
+  return gethostname(name, sizeof(name) - 1) == 0 ? name : "?";
+}
+
 ProcessGroup::ProcessGroup(int* argc, char*** argv) {
   int initialized = 0;
   MPI_Initialized(&initialized);
@@ -27,8 +32,7 @@ ProcessGroup::ProcessGroup(int* argc, char*** argv) {
   MPI_Comm_rank(local, &local_rank_);
   MPI_Comm_size(local, &local_size_);
   MPI_Comm_free(&local);
-  char name[256] = {0};
-  host_ = gethostname(name, sizeof(name) - 1) == 0 ? name : "?";
+  host_ = host_name();
 }
 
 std::string ProcessGroup::label(const std::string& program) const {

@@ -7,6 +7,9 @@
 
 namespace nmt::dist {
 
+// This machine's host name ("?" if it cannot be had): how messages say where a rank runs.
+std::string host_name();
+
 class ProcessGroup {
  public:
   ProcessGroup(int* argc, char*** argv);

@@ -9,6 +9,8 @@
 #include <mutex>
 #include <thread>
 
+#include "dist/process_group.h"
+
 namespace nmt::dist {
 namespace {
 
@@ -23,12 +25,6 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 double grace_s(double timeout_s) { return std::clamp(0.1 * timeout_s, 2.0, 30.0); }
 
 constexpr int kNoticeTag = 7001;
-
-std::string local_host() {
-  char name[256] = {0};
-  if (gethostname(name, sizeof(name) - 1) != 0) return "?";
-  return name;
-}
 
 }  // namespace
 
@@ -49,7 +45,7 @@ Watchdog::Watchdog(double timeout_s, MPI_Comm world) : timeout_s_(timeout_s) {
   MPI_Comm_set_errhandler(notice_comm_, MPI_ERRORS_RETURN);
   // Host names, fixed width, in rank order: the messages name where each rank runs.
   char mine[64] = {0};
-  const std::string host = local_host();
+  const std::string host = host_name();
   std::copy_n(host.begin(), std::min<size_t>(host.size(), sizeof(mine) - 1), mine);
   std::vector<char> all(sizeof(mine) * static_cast<size_t>(world_));
   MPI_Allgather(mine, sizeof(mine), MPI_CHAR, all.data(), sizeof(mine), MPI_CHAR, world);

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "config/config_error.h"
+#include "dist/process_group.h"
 
 namespace fs = std::filesystem;
 
@@ -38,9 +39,7 @@ RunLock::RunLock(const std::string& save_dir, bool active) {
     throw config::ConfigError("config key 'train.save_dir' = '" + save_dir + "': cannot lock " + path.string() + ": " +
                               std::strerror(err));
   }
-  char host[256] = {0};
-  gethostname(host, sizeof(host) - 1);
-  const std::string me = "pid " + std::to_string(getpid()) + " on host " + host + "\n";
+  const std::string me = "pid " + std::to_string(getpid()) + " on host " + dist::host_name() + "\n";
   if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size())) {
     // The lock holds without the note; only the refusal message of a second run is poorer.
   }

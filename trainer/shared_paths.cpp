@@ -18,12 +18,6 @@ namespace fs = std::filesystem;
 namespace nmt::trainer {
 namespace {
 
-std::string host_name() {
-  char name[256] = {0};
-  if (gethostname(name, sizeof(name) - 1) != 0) return "?";
-  return name;
-}
-
 std::string read_file(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   if (!in) return "";
@@ -40,7 +34,7 @@ struct Seen {
 std::vector<Seen> gather(dist::Communicator& comm, const std::string& text) {
   std::vector<Seen> out;
   int r = 0;
-  for (const std::string& s : comm.all_gather_bytes(host_name() + '\n' + text)) {
+  for (const std::string& s : comm.all_gather_bytes(dist::host_name() + '\n' + text)) {
     const size_t nl = s.find('\n');
     out.push_back({r++, s.substr(0, nl), s.substr(nl + 1)});
   }

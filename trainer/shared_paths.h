@@ -5,6 +5,7 @@
 // from). Across hosts both must be on shared storage; a host that is not gets one
 // config::ConfigError, on every rank, naming the host, the rank and the path.
 #include "dist/communicator.h"
+#include "dist/process_group.h"
 #include "config/config.h"
 
 namespace nmt::trainer {
