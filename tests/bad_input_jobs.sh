@@ -67,6 +67,11 @@ refused "average --last 0" "--last" "$AVG" --output avg.pt --last 0 run
 refused "train --benchmark -3" "--benchmark" "$TRAIN" --config c.yaml --benchmark -3
 refused "train --warmup -1" "--warmup" "$TRAIN" --config c.yaml --benchmark 2 --warmup -1
 
+# The distributed keys added for multi-host jobs refuse values out of their range.
+refused "dist.timeout_s 0" "config key 'dist.timeout_s' = '0.0' (command line 'dist.timeout_s=0'): must be >= 0.1" "$TRAIN" --config c.yaml dist.timeout_s=0
+refused "dist.grad_dtype int8" "config key 'dist.grad_dtype' = 'int8'" "$TRAIN" --config c.yaml dist.grad_dtype=int8
+refused "dist.overlap maybe" "config key 'dist.overlap' = 'maybe'" "$TRAIN" --config c.yaml dist.overlap=maybe
+
 # 2. Outputs that are inputs, however spelled.
 ln -sf update_6.pt run/link.pt
 refused "average --output = input" "also an input" "$AVG" --output run/update_6.pt run/update_3.pt run/update_6.pt

@@ -19,5 +19,12 @@ bash "$root/launch/supervise.sh" --max-restarts 0 --backoff 0 -- true 2> /dev/nu
 if bash "$root/launch/supervise.sh" --max-restarts 2 --backoff 0 -- bash -c 'exit 2' 2> /dev/null; then fail "supervise: bad input"; fi
 n=$(bash "$root/launch/supervise.sh" --max-restarts 2 --backoff 0 -- bash -c 'echo "x: error: boom" >&2; exit 3' 2>&1 | grep -c "attempt " || true)
 [ "$n" = 3 ] || fail "supervise: expected 3 attempts of a faulting job, got $n"
+# The namespace cluster refuses bad arguments before touching the network (exit 2, named).
+out=$(bash "$root/launch/netns_cluster.sh" up 0 2>&1) && fail "netns_cluster: 0 hosts accepted"
+[[ $out == *"host count must be 1..200, got '0'"* ]] || fail "netns_cluster host count: $out"
+out=$(bash "$root/launch/netns_cluster.sh" run 2 --slots x -- true 2>&1) && fail "netns_cluster: bad --slots accepted"
+[[ $out == *"--slots must be a positive integer, got 'x'"* ]] || fail "netns_cluster --slots: $out"
+out=$(bash "$root/launch/netns_cluster.sh" frobnicate 2>&1) && fail "netns_cluster: unknown verb accepted"
+[[ $out == *"usage:"* ]] || fail "netns_cluster usage: $out"
 for s in gpu_smoke.sh quickstart.sh setup.sh build.sh run_tests.sh netns_cluster.sh netns_rsh.sh supervise.sh; do bash -n "$root/launch/$s" || fail "syntax: $s"; done
 echo "launch dry runs: passed"
