@@ -8,6 +8,7 @@
 #include <iterator>
 
 #include "data/sha256.h"
+#include "data/signal_deferral.h"
 #include "checkpoint/torch_pickle.h"
 #include "checkpoint/zip_check.h"
 
@@ -84,6 +85,9 @@ void publish(const fs::path& tmp, const std::string& path) {
 }  // namespace
 
 void atomic_write(const std::string& path, const std::vector<char>& bytes, const std::function<void()>& before_rename) {
+  // An interrupt during the write waits until the file is published (or removed): it
+  // cannot leave a temporary behind, and takes effect right after.
+  data::SignalDeferral interrupts;
   const fs::path tmp = write_synced_temp(path, bytes);
   if (before_rename) before_rename();
   publish(tmp, path);

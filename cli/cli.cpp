@@ -5,6 +5,7 @@
 #include <exception>
 
 #include "data/data_error.h"
+#include "data/signal_deferral.h"
 #include "dist/dist_error.h"
 #include "checkpoint/checkpoint_error.h"
 #include "config/config_error.h"
@@ -71,6 +72,8 @@ int run_main(const std::string& program, const std::function<int()>& body) {
     return report(e, kExitBadInput);
   } catch (const dist::DistError& e) {
     return report(e, kExitFault);
+  } catch (const data::Interrupted& e) {
+    return report(e, kExitSignalBase + e.signal());
   } catch (const std::exception& e) {
     return report(e, kExitFailed);
   }

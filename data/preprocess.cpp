@@ -14,6 +14,7 @@
 #include "data/progress.h"
 #include "data/sha256.h"
 #include "data/shard_io.h"
+#include "data/signal_deferral.h"
 #include "data/stale_temporaries.h"
 #include "data/text_file.h"
 
@@ -154,6 +155,9 @@ Manifest preprocess(const DataConfig& cfg, std::FILE* log) {
   fs::create_directories(cfg.shard_dir);
   for (const std::string& old : remove_stale_temporaries(cfg.shard_dir))
     if (log) std::fprintf(log, "preprocess: removed %s, left by an interrupted run\n", old.c_str());
+  // From here until the shards are published an interrupt is answered at the next safe
+  // point, so that the temporary directory is removed on the way out.
+  SignalDeferral interrupts;
   const fs::path tmp = fs::path(cfg.shard_dir) / (".tmp-preprocess-" + std::to_string(::getpid()));
   fs::remove_all(tmp);
   fs::create_directories(tmp);
@@ -167,7 +171,10 @@ Manifest preprocess(const DataConfig& cfg, std::FILE* log) {
       entry.raw_lines = static_cast<int64_t>(s.src.size());
       Progress progress("preprocess " + s.name, entry.raw_lines, log);
       for (size_t i = 0; i < s.src.size(); ++i) {
-        if (i % 1000 == 0) progress.update(static_cast<int64_t>(i));
+        if (i % 1000 == 0) {
+          progress.update(static_cast<int64_t>(i));
+          interrupts.throw_if_pending("preprocess " + s.name);
+        }
         if (is_train && (s.src[i].empty() || s.tgt[i].empty())) {
           ++entry.skipped_empty;
           continue;
@@ -194,6 +201,7 @@ Manifest preprocess(const DataConfig& cfg, std::FILE* log) {
           t_part.tokens.insert(t_part.tokens.end(), tgt.tokens.begin() + tgt.offsets[i], tgt.tokens.begin() + tgt.offsets[i + 1]);
           t_part.offsets.push_back(static_cast<int64_t>(t_part.tokens.size()));
         }
+        interrupts.throw_if_pending("preprocess " + s.name);
         const std::string file = shard_file_name(s.name, k, n_shards);
         const std::string path = (tmp / file).string();
         write_shard(path, {kShardFormatVersion, s.name, k, n_shards, hi - lo, m.vocab_size, m.spm_sha256}, s_part, t_part);
@@ -207,6 +215,10 @@ Manifest preprocess(const DataConfig& cfg, std::FILE* log) {
       m.splits[s.name] = std::move(entry);
     }
     write_file_bytes((tmp / kManifestName).string(), m.to_json());
+  } catch (const Interrupted& e) {
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
+    throw Interrupted(e.signal(), std::string(e.what()) + "; removed " + tmp.string() + ", nothing published");
   } catch (...) {
     fs::remove_all(tmp);
     throw;

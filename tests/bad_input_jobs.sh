@@ -142,4 +142,22 @@ grep -q "stopped by signal 2 after update" ctrlc.log || { cat ctrlc.log; fail "C
 ls -a ctrlc | grep -q '\.tmp-' && fail "Ctrl-C left a temporary"
 "$python" -c "import torch; torch.load('ctrlc/last.pt', weights_only=True)" || fail "Ctrl-C: last.pt unreadable"
 echo "ok: stale temporaries removed at the next start (preprocess: dead writers only; train: all, under its lock)"
+# ... and Ctrl-C during preprocess removes its temporary directory on the way out (exit
+# 130), leaving the shards of the previous run as they were. The corpus is large enough
+# (200k pairs, seconds of encoding) that the signal lands while the temporary exists.
+"$python" "$here/make_toy_corpus.py" raw_big 200000
+sha_shards() { find shards -type f -print0 | sort -z | xargs -0 sha256sum; }
+sha_shards > shards.sha256
+"$PRE" --config c.yaml data.raw_dir=raw_big data.spm_model=shards/spm.model > pre_int.log 2>&1 &
+pid=$!
+for _ in $(seq 1 300); do compgen -G "shards/.tmp-preprocess-$pid" > /dev/null && break; sleep 0.02; done
+[ -d "shards/.tmp-preprocess-$pid" ] || { cat pre_int.log; fail "preprocess never made its temporary"; }
+sleep 0.2
+kill -INT $pid; wait $pid; rc=$?
+[ $rc = 130 ] || { cat pre_int.log; fail "Ctrl-C in preprocess: exit $rc, expected 130"; }
+grep -q "preprocess: error: preprocess train: interrupted by SIGINT; removed shards/.tmp-preprocess-$pid, nothing published" pre_int.log \
+  || { cat pre_int.log; fail "Ctrl-C in preprocess: message"; }
+ls -a shards | grep -q '\.tmp-' && fail "Ctrl-C in preprocess left a temporary"
+sha_shards | cmp -s - shards.sha256 || fail "Ctrl-C in preprocess changed the published shards"
+echo "ok: $(grep -o 'interrupted by SIGINT.*' pre_int.log), exit 130, shards unchanged"
 echo "bad input: $checked refusals checked (message, exit 2, no file changed) + the run lock"
