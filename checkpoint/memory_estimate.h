@@ -23,9 +23,15 @@ struct MemoryEstimate {
 // eval.max_tokens for decoding.
 MemoryEstimate estimate_memory(const model::ModelConfig& model, int64_t tokens, bool training);
 
-// Bytes this process can use on `device`: physical memory for the CPU, the device's
-// memory for CUDA.
-double available_memory(const torch::Device& device);
+// What this process can use on `device`, and what limits it: for the CPU the least of
+// physical memory, the headroom under the address-space limit (`ulimit -v`, counted from
+// the process's current size) and the headroom under its cgroup's memory.max (SLURM,
+// containers); for CUDA the device's memory.
+struct AvailableMemory {
+  double bytes = 0;
+  std::string limited_by;  // "of memory", "left under the address-space limit (ulimit -v)", ...
+};
+AvailableMemory available_memory(const torch::Device& device);
 
 // Throws ConfigError naming the keys, the estimate and what is available when the
 // estimate exceeds it.

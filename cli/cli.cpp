@@ -3,6 +3,9 @@
 #include <cmath>
 #include <cstdio>
 #include <exception>
+#include <stdexcept>
+
+#include <c10/util/Exception.h>
 
 #include "data/data_error.h"
 #include "data/signal_deferral.h"
@@ -52,6 +55,16 @@ int parse_cli(CLI::App& app, int argc, char** argv) {
   return -1;
 }
 
+namespace {
+
+bool is_out_of_memory(const c10::Error& e) {
+  if (dynamic_cast<const c10::OutOfMemoryError*>(&e)) return true;  // CUDA's caching allocator
+  const std::string& msg = e.msg();
+  return msg.find("can't allocate memory") != std::string::npos;  // DefaultCPUAllocator
+}
+
+}  // namespace
+
 int run_main(const std::string& program, const std::function<int()>& body) {
   auto report = [&](const std::exception& e, int code) {
     // LibTorch's errors (an allocation that failed, say) carry a C++ backtrace after
@@ -74,6 +87,13 @@ int run_main(const std::string& program, const std::function<int()>& body) {
     return report(e, kExitFault);
   } catch (const data::Interrupted& e) {
     return report(e, kExitSignalBase + e.signal());
+  } catch (const c10::Error& e) {
+    // LibTorch's own errors; an allocation that failed despite the memory estimate
+    // (checkpoint/memory_estimate.h) is the one users meet, so it says what to change.
+    std::string what = e.what_without_backtrace();
+    if (is_out_of_memory(e))
+      what = "out of memory: " + what + " (lower data.max_tokens, eval.max_tokens or the model's sizes)";
+    return report(std::runtime_error(what), kExitFailed);
   } catch (const std::exception& e) {
     return report(e, kExitFailed);
   }

@@ -16,7 +16,9 @@ if [ ! -f "$build/build.ninja" ]; then
 fi
 # Leaks are not checked: MPI and LibTorch keep process-lifetime allocations by design.
 # Set before building: the build lists the gtests by running the sanitized binary.
-export ASAN_OPTIONS=detect_leaks=0:halt_on_error=1:abort_on_error=0
+# allocator_may_return_null: a failed allocation returns null as glibc's malloc does, so
+# the test that LibTorch then throws (tests/out_of_memory_test.cpp) runs under ASan too.
+export ASAN_OPTIONS=detect_leaks=0:halt_on_error=1:abort_on_error=0:allocator_may_return_null=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 start=$(date +%s)
 cmake --build "$build" -j "$(nproc)" --target nmt_tests fuzz_readers

@@ -43,6 +43,21 @@ grep -Eq "need at least [0-9.]+ GB \([0-9.]+ GB parameters, gradients and Adam s
   || { cat err.txt; fail "the estimate's figures"; }
 refused "evaluate, d_model 65536" "the model does not fit: model.d_model = 65536" \
   "$EVAL" --config c.yaml --checkpoint run/last.pt model.d_model=65536 --output hyp.txt
+# ... counting the limits a cluster sets, not only physical memory: the address-space
+# limit (ulimit -v) and the process's memory cgroup (SLURM, containers).
+refused "train under ulimit -v 4000000, d_model 1024" "left under the address-space limit (ulimit -v)" \
+  bash -c 'ulimit -v 4000000 && exec "$0" --config c.yaml model.d_model=1024 model.ffn_dim=4096 model.encoder_layers=6 model.decoder_layers=6' "$TRAIN"
+grep -q "need at least 2.9 GB .* but cpu has [0-9.]* GB left under the address-space limit" err.txt || { cat err.txt; fail "ulimit -v: figures"; }
+cg_parent=/sys/fs/cgroup/memory$(sed -n 's/^[0-9]*:memory://p' /proc/self/cgroup)
+cg=$cg_parent/nmtrain-test-$$
+if mkdir "$cg" 2> /dev/null && echo 3000000000 > "$cg/memory.limit_in_bytes" 2> /dev/null; then
+  refused "train in a 3 GB memory cgroup, d_model 1024" "left under its cgroup's memory limit ($cg/memory.limit_in_bytes)" \
+    bash -c 'echo $$ > "$1/cgroup.procs" && exec "$0" --config c.yaml model.d_model=1024 model.ffn_dim=4096 model.encoder_layers=6 model.decoder_layers=6' "$TRAIN" "$cg"
+  rmdir "$cg"
+else
+  rmdir "$cg" 2> /dev/null
+  echo "skipped: no cgroup v1 memory controller to make a child in here (the ulimit -v case above runs everywhere)"
+fi
 
 # 3. YAML that says two things: a duplicate key, a duplicate section, with both lines.
 printf 'data: {shard_dir: shards}\ntrain:\n  save_dir: run\n  seed: 3\n  seed: 4\n' > dup_key.yaml

@@ -6,7 +6,8 @@
 
 Layers, bottom to top: data, model, dist (none includes another) -> config (the plain
 config headers of those three only) -> checkpoint -> trainer and eval (side by side, never
-each other) -> cli (the mains). bench and tests may use any library, never cli.
+each other) -> cli (the mains). bench may use any library but cli; tests may use every
+folder, cli's run_main too (the one place an error becomes a message and an exit code).
 """
 import pathlib
 import re
@@ -26,7 +27,7 @@ ALLOWED = {
     "eval": {"eval", "checkpoint", "config", "data", "model", "dist"},
     "cli": set(LIBRARIES),
     "bench": set(LIBRARIES) - {"cli"} | {"bench"},
-    "tests": set(LIBRARIES) - {"cli"} | {"tests"},
+    "tests": set(LIBRARIES) | {"tests"},
 }
 # config/ composes the components' plain structs (no code, no LibTorch) and nothing else.
 CONFIG_MAY_INCLUDE = {"data/data_config.h", "model/model_config.h", "dist/dist_config.h"}
