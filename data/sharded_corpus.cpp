@@ -27,6 +27,13 @@ ShardedCorpus::ShardedCorpus(const std::string& shard_dir, const std::string& sp
     const ShardEntry& se = entry.shards[k];
     const std::string path = (fs::path(dir_) / se.file).string();
     if (!fs::exists(path)) throw DataError(path + ": shard listed in " + manifest_path + " is missing");
+    // The checksum first: a damaged file never reaches HDF5's parser, whose bugs on
+    // malformed input (heap overflows in libhdf5 1.10, found by tests/fuzz_readers.cpp)
+    // would otherwise crash the job instead of naming the file. Costs one read of each
+    // shard per rank at start (page cache shared by a host's ranks; ~1 GB/s for SHA-256).
+    if (sha256_file(path) != se.sha256)
+      throw DataError(path + ": checksum differs from the manifest's field 'splits." + split + ".shards[" +
+                      std::to_string(k) + "].sha256' (corrupt shard)");
     ShardReader r(path);
     const ShardHeader& h = r.header();
     auto mismatch = [&](const std::string& field, const std::string& got, const std::string& want) {
@@ -48,22 +55,11 @@ ShardedCorpus::ShardedCorpus(const std::string& shard_dir, const std::string& sp
     shard_begin_.push_back(shard_begin_.back() + h.num_examples);
     shards_.push_back(std::move(r));
   }
-  verified_.assign(shards_.size(), false);
-}
-
-void ShardedCorpus::verify_checksum(size_t k) {
-  if (verified_[k]) return;
-  const ShardEntry& se = manifest_.splits.at(split_).shards[k];
-  if (sha256_file(shards_[k].path()) != se.sha256)
-    throw DataError(shards_[k].path() + ": checksum differs from the manifest's field 'splits." + split_ + ".shards[" +
-                    std::to_string(k) + "].sha256' (corrupt shard)");
-  verified_[k] = true;
 }
 
 void ShardedCorpus::read(int64_t i, std::vector<int32_t>* src, std::vector<int32_t>* tgt) {
   if (i < 0 || i >= size()) throw DataError(dir_ + ": example " + std::to_string(i) + " out of range");
   const size_t k = std::upper_bound(shard_begin_.begin(), shard_begin_.end(), i) - shard_begin_.begin() - 1;
-  verify_checksum(k);
   src->clear();
   tgt->clear();
   shards_[k].read_example(i - shard_begin_[k], src, tgt);

@@ -12,9 +12,9 @@ namespace nmt::data {
 
 class ShardedCorpus {
  public:
-  // Validates the manifest, the SentencePiece model's checksum, and every shard's header
-  // and offsets against the manifest. Shard checksums are verified lazily, before a
-  // shard's token data is first used. Throws DataError naming file and field.
+  // Validates the manifest, the SentencePiece model's checksum, every shard's checksum
+  // (before HDF5 opens it), and every shard's header and offsets against the manifest.
+  // Throws DataError naming file and field.
   ShardedCorpus(const std::string& shard_dir, const std::string& split);
 
   const Manifest& manifest() const { return manifest_; }
@@ -30,12 +30,9 @@ class ShardedCorpus {
   int64_t token_bytes_read() const;
 
  private:
-  void verify_checksum(size_t shard);
-
   std::string dir_, split_;
   Manifest manifest_;
   std::vector<ShardReader> shards_;
-  std::vector<bool> verified_;
   std::vector<int64_t> shard_begin_;  // global index of each shard's first example, plus the total
   std::vector<int32_t> src_len_, tgt_len_;
 };

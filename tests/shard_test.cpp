@@ -4,6 +4,8 @@
 #include <fstream>
 
 #include "data/data_error.h"
+#include "data/manifest.h"
+#include "data/sha256.h"
 #include "data/sharded_corpus.h"
 #include "tests/shard_fixture.h"
 
@@ -68,17 +70,30 @@ TEST(Shards, TruncatedFile) {
   EXPECT_THROW_WITH(ShardedCorpus(dir.path().string(), "train"), DataError, "train-00000-of-00001.h5");
 }
 
-TEST(Shards, FlippedByteFailsChecksumBeforeUse) {
-  TempDir dir;
-  auto pairs = random_pairs(40, 5, kVocab);
-  write_shard_dir(dir.path(), pairs, 1, kVocab);
-  const std::string path = dir.file("train-00000-of-00001.h5");
-  std::string bytes = nmt::testing::read_text(path);
-  bytes[bytes.size() - 3] ^= 0x01;  // inside the last dataset's data, headers stay valid
-  nmt::testing::write_text(path, bytes);
-  ShardedCorpus corpus(dir.path().string(), "train");  // headers are fine ...
-  std::vector<int32_t> s, t;
-  EXPECT_THROW_WITH(corpus.read(0, &s, &t), DataError, "train-00000-of-00001.h5", "sha256", "checksum");
+TEST(Shards, FlippedByteFailsChecksumBeforeHdf5ParsesTheFile) {
+  // One flipped bit in the data, one in HDF5's own structures (superblock, object
+  // headers): both are named by the checksum before HDF5 reads a byte of the file.
+  for (const bool in_header : {false, true}) {
+    TempDir dir;
+    write_shard_dir(dir.path(), random_pairs(40, 5, kVocab), 1, kVocab);
+    const std::string path = dir.file("train-00000-of-00001.h5");
+    std::string bytes = nmt::testing::read_text(path);
+    bytes[in_header ? 100 : bytes.size() - 3] ^= 0x01;
+    nmt::testing::write_text(path, bytes);
+    EXPECT_THROW_WITH(ShardedCorpus(dir.path().string(), "train"), DataError, "train-00000-of-00001.h5",
+                      "splits.train.shards[0].sha256", "corrupt shard");
+  }
+}
+
+// Records a shard's new checksum in the manifest, as a preprocess that wrote the shard
+// this way would have: the reader's header checks are then what must refuse it.
+void reseal(const std::filesystem::path& dir, const std::string& file) {
+  const std::string manifest_path = (dir / "manifest.json").string();
+  nmt::data::Manifest m = nmt::data::Manifest::load(dir.string());
+  for (auto& [name, split] : m.splits)
+    for (auto& shard : split.shards)
+      if (shard.file == file) shard.sha256 = nmt::data::sha256_file((dir / file).string());
+  nmt::testing::write_text(manifest_path, m.to_json());
 }
 
 // Rewrites one root attribute of a shard in place, keeping everything else.
@@ -94,6 +109,7 @@ TEST(Shards, WrongFormatVersion) {
   TempDir dir;
   write_shard_dir(dir.path(), random_pairs(10, 5, kVocab), 1, kVocab);
   set_int_attr(dir.file("train-00000-of-00001.h5"), "format_version", 99);
+  reseal(dir.path(), "train-00000-of-00001.h5");
   EXPECT_THROW_WITH(ShardedCorpus(dir.path().string(), "train"), DataError, "train-00000-of-00001.h5",
                     "format_version", "99");
 }
@@ -102,6 +118,7 @@ TEST(Shards, VocabularyMismatch) {
   TempDir dir;
   write_shard_dir(dir.path(), random_pairs(10, 5, kVocab), 1, kVocab);
   set_int_attr(dir.file("train-00000-of-00001.h5"), "vocab_size", kVocab + 1);
+  reseal(dir.path(), "train-00000-of-00001.h5");
   EXPECT_THROW_WITH(ShardedCorpus(dir.path().string(), "train"), DataError, "train-00000-of-00001.h5", "vocab_size");
   // A different SentencePiece model than the one the shards were encoded with.
   TempDir other;
