@@ -4,7 +4,8 @@
 #     spdlog/fmt, nlohmann-json, OpenSSL, zlib, ninja, ccache, cmake, iproute2);
 #   - one pinned torch wheel from PyPI in a virtual environment that carries LibTorch
 #     (headers, libraries, CMake config) and the NCCL it loads, plus the Python
-#     reference tools the tests use (h5py, sacreBLEU).
+#     reference tools the tests use (h5py, sacreBLEU, TensorBoard, CTranslate2, SentencePiece,
+#     matplotlib).
 # The virtual environment lives in a per-user cache keyed by the pins, outside the clone,
 # so every fresh clone (CI builds one per run) shares it. A second run with everything
 # present only checks and prints the environment to use.
@@ -20,7 +21,7 @@ PYTHON=${PYTHON:-python3}
 py_tag=$("$PYTHON" -c 'import sys; print(f"py{sys.version_info[0]}.{sys.version_info[1]}")')
 CACHE_ROOT=${NMTRAIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nmtrain}
 VENV=$CACHE_ROOT/venv-torch$TORCH_VERSION-$py_tag
-STAMP=$VENV/.complete-sacrebleu$SACREBLEU_VERSION-h5py$H5PY_VERSION-numpy$NUMPY_VERSION
+STAMP=$VENV/.complete-sacrebleu$SACREBLEU_VERSION-h5py$H5PY_VERSION-numpy$NUMPY_VERSION-tb$TENSORBOARD_VERSION-ct2$CTRANSLATE2_VERSION-spm$SENTENCEPIECE_PY_VERSION-mpl$MATPLOTLIB_VERSION
 
 log() { echo "[setup] $*" >&2; }
 
@@ -34,6 +35,7 @@ DEBIAN_PACKAGES=(
   libcli11-dev
   libspdlog-dev libfmt-dev
   nlohmann-json3-dev
+  libprotobuf-dev protobuf-compiler  # TensorBoard's Event/Summary messages
   libssl-dev zlib1g-dev
   iproute2 util-linux  # ip netns, tc, unshare: the multi-host tests' namespace cluster
 )
@@ -54,10 +56,12 @@ fi
 if [ ! -f "$STAMP" ]; then
   log "creating $VENV (torch==$TORCH_VERSION; a large download the first time)"
   mkdir -p "$CACHE_ROOT"
-  "$PYTHON" -m venv "$VENV" >&2
+  [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV" >&2
   "$VENV/bin/pip" install -q --upgrade pip >&2
   "$VENV/bin/pip" install -q "torch==$TORCH_VERSION" "sacrebleu==$SACREBLEU_VERSION" \
-      "h5py==$H5PY_VERSION" "numpy==$NUMPY_VERSION" >&2
+      "h5py==$H5PY_VERSION" "numpy==$NUMPY_VERSION" "tensorboard==$TENSORBOARD_VERSION" \
+      "ctranslate2==$CTRANSLATE2_VERSION" "sentencepiece==$SENTENCEPIECE_PY_VERSION" \
+      "matplotlib==$MATPLOTLIB_VERSION" >&2
   touch "$STAMP"
 fi
 
