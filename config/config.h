@@ -39,6 +39,7 @@ struct TrainConfig {
   int64_t save_interval_updates = 1000;      // write update_<N>.pt every N updates (0 = only last/best)
   int64_t keep_last = 5;          // keep this many update_<N>.pt checkpoints (0 = keep all)
   int64_t log_interval = 10;      // log training metrics every N updates
+  bool tensorboard = true;        // also write the metrics as TensorBoard event files in save_dir (rank 0)
   int64_t patience = 0;           // stop after N validations without improvement (0 = off)
   std::string save_dir = "runs/default";  // checkpoints, logs and metrics.jsonl go here
   std::string device = "auto";    // auto|cpu|cuda (auto = cuda when available)

@@ -35,7 +35,6 @@ DEBIAN_PACKAGES=(
   libcli11-dev
   libspdlog-dev libfmt-dev
   nlohmann-json3-dev
-  libprotobuf-dev protobuf-compiler  # TensorBoard's Event/Summary messages
   libssl-dev zlib1g-dev
   iproute2 util-linux  # ip netns, tc, unshare: the multi-host tests' namespace cluster
 )

@@ -4,9 +4,11 @@
 #include <ctime>
 #include <filesystem>
 
+#include "dist/process_group.h"
+
 namespace nmt::trainer {
 
-TrainLog::TrainLog(const std::string& save_dir, bool active) : active_(active) {
+TrainLog::TrainLog(const std::string& save_dir, bool active) : active_(active), save_dir_(save_dir) {
   if (!active_) return;
   std::filesystem::create_directories(save_dir);
   log_ = std::fopen((std::filesystem::path(save_dir) / "train.log").c_str(), "a");
@@ -31,9 +33,27 @@ void TrainLog::info(const std::string& line) {
 }
 
 void TrainLog::metrics(const nlohmann::json& record) {
-  if (!active_ || !jsonl_) return;
-  std::fprintf(jsonl_, "%s\n", record.dump().c_str());
-  std::fflush(jsonl_);
+  if (!active_) return;
+  if (jsonl_) {
+    std::fprintf(jsonl_, "%s\n", record.dump().c_str());
+    std::fflush(jsonl_);
+  }
+  if (!events_ || !record.contains("update")) return;
+  const std::string event = record.value("event", std::string("metrics"));
+  const std::string prefix = event + "_";  // valid_loss in a "valid" record -> valid/loss
+  std::vector<std::pair<std::string, double>> scalars;
+  for (const auto& [name, value] : record.items()) {
+    if (name == "update" || !value.is_number()) continue;
+    const std::string shown = name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : name;
+    scalars.emplace_back(event + "/" + shown, value.get<double>());
+  }
+  if (!scalars.empty()) events_->add_scalars(record["update"].get<int64_t>(), scalars);
+}
+
+void TrainLog::start_tensorboard(int64_t first_step) {
+  if (!active_) return;
+  events_ = std::make_unique<EventFileWriter>(save_dir_, dist::host_name(), first_step);
+  info("tensorboard: writing " + events_->path() + " (tensorboard --logdir " + save_dir_ + ")");
 }
 
 }  // namespace nmt::trainer

@@ -138,6 +138,7 @@ Trainer::StepResult Trainer::train_step(const std::vector<data::MicroBatch>& min
   // Every rank holds the same reduced gradients and loss, so all reach the same verdict.
   double norm = torch::linalg_vector_norm(torch::stack(torch::_foreach_norm(grads)), 2).item<double>();
   if (skip_nonfinite_update(r, grads, norm, laps)) return r;
+  r.grad_norm = norm;  // before clipping, after fp16 unscaling: what the metrics report
   clip_gradients(grads, norm);
   r.lr = schedule_.lr(update_ + 1);
   optim_->step(r.lr);
@@ -296,6 +297,10 @@ void Trainer::run(const std::string& resume) {
   for (const auto& other : comm_->all_gather_bytes(position))
     if (other != position)
       throw TrainingError("ranks start from different positions (update epoch cursor: " + position + " vs " + other + ")");
+  // Marks where this process's records begin: after a crash, an earlier process's records
+  // from this update on were rolled back with the checkpoint (TensorBoard drops them too).
+  log_.metrics({{"event", "start"}, {"update", update_ + 1}, {"resumed", !path.empty()}});
+  if (cfg_.train.tensorboard) log_.start_tensorboard(update_ + 1);
   // Rank 0's parameters are everyone's (at start and after resume).
   {
     torch::NoGradGuard no_grad;
@@ -308,7 +313,7 @@ void Trainer::run(const std::string& resume) {
   StopSignal signals;
   const auto t0 = std::chrono::steady_clock::now();
   auto window_start = t0;
-  double window_loss = 0, window_nll = 0;
+  double window_loss = 0, window_nll = 0, window_grad_norm = 0;
   int64_t window_tokens = 0, window_updates = 0;
   const int64_t first_update = update_;
   int stop_signal = 0;
@@ -342,6 +347,7 @@ void Trainer::run(const std::string& resume) {
       window_loss += r.loss;
       window_nll += r.nll;
       window_tokens += r.tokens;
+      window_grad_norm += r.grad_norm;
       ++window_updates;
     }
     if ((update_ % cfg_.train.log_interval == 0 || update_ == first_update + 1) && window_updates > 0) {
@@ -358,16 +364,23 @@ void Trainer::run(const std::string& resume) {
                             "{:.0f} tgt tok/s | elapsed {} | ETA {}",
                             update_, epoch_, loss, nll, std::exp(nll), r.lr, window_tokens / secs,
                             data::format_duration(seconds_since(t0)), data::format_duration(eta)));
-      log_.metrics({{"event", "train"}, {"update", update_}, {"epoch", epoch_}, {"loss", loss}, {"nll", nll},
-                    {"ppl", std::exp(nll)}, {"lr", r.lr}, {"tgt_tokens_per_s", window_tokens / secs},
-                    {"updates", window_updates}, {"wall_s", seconds_since(t0)}});
+      nlohmann::json rec = {{"event", "train"}, {"update", update_}, {"epoch", epoch_}, {"loss", loss}, {"nll", nll},
+                            {"ppl", std::exp(nll)}, {"lr", r.lr}, {"grad_norm", window_grad_norm / window_updates},
+                            {"tgt_tokens_per_s", window_tokens / secs}, {"updates", window_updates},
+                            {"wall_s", seconds_since(t0)}};
+      if (cfg_.train.precision == "fp16") rec["loss_scale"] = scaler_.scale();
+      log_.metrics(rec);
       window_start = std::chrono::steady_clock::now();
-      window_loss = window_nll = 0;
+      window_loss = window_nll = window_grad_norm = 0;
       window_tokens = window_updates = 0;
     }
     if (cfg_.dist.check_params_interval > 0 && update_ % cfg_.dist.check_params_interval == 0) check_params_agree();
+    // Validation and checkpoint writes are not training: their time stays out of the
+    // window's tokens/s.
+    const auto pause = std::chrono::steady_clock::now();
     if (update_ % cfg_.train.validate_interval_updates == 0) validate_and_save("validation", seconds_since(t0));
     else if (cfg_.train.save_interval_updates > 0 && update_ % cfg_.train.save_interval_updates == 0) save(false, false);
+    window_start += std::chrono::steady_clock::now() - pause;
   }
   if (stop_signal) {
     // Preempted: checkpoint where every rank agreed to stop, and say how to continue.

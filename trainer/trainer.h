@@ -65,6 +65,7 @@ class Trainer {
     double loss = 0, nll = 0;  // sums over the update's target tokens, all ranks
     int64_t tokens = 0;        // target tokens, all ranks
     double lr = 0;
+    double grad_norm = 0;      // L2 norm of the reduced gradient before clipping
     bool skipped = false;      // non-finite loss or gradient (skip policy or fp16 overflow)
     StepTimes times;
     int64_t local_src_tokens = 0, local_tgt_tokens = 0, local_padded = 0;  // this rank's batches

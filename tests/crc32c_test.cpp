@@ -1,0 +1,24 @@
+// CRC-32C of TensorBoard's record framing against the published check values.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "trainer/crc32c.h"
+
+TEST(Crc32c, CheckValues) {
+  // The CRC catalogue's check value for CRC-32/ISCSI (Castagnoli).
+  const std::string nine = "123456789";
+  EXPECT_EQ(nmt::trainer::crc32c(nine.data(), nine.size()), 0xE3069283u);
+  // RFC 3720 (iSCSI), appendix B.4: 32 bytes of zeros, and of 0xFF.
+  const std::string zeros(32, '\0'), ones(32, '\xFF');
+  EXPECT_EQ(nmt::trainer::crc32c(zeros.data(), zeros.size()), 0x8A9136AAu);
+  EXPECT_EQ(nmt::trainer::crc32c(ones.data(), ones.size()), 0x62A8AB43u);
+  EXPECT_EQ(nmt::trainer::crc32c(nullptr, 0), 0u);
+}
+
+TEST(Crc32c, MaskIsRotateAndAdd) {
+  // masked = ((crc >> 15) | (crc << 17)) + 0xa282ead8, as TensorFlow's record writer.
+  const std::string nine = "123456789";
+  const uint32_t c = 0xE3069283u;
+  EXPECT_EQ(nmt::trainer::masked_crc32c(nine.data(), nine.size()), ((c >> 15) | (c << 17)) + 0xA282EAD8u);
+}
