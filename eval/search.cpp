@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 namespace nmt::eval {
 namespace {
@@ -19,7 +20,7 @@ std::vector<int64_t> max_lengths(const torch::Tensor& src, const SearchOptions& 
   return out;
 }
 
-// Log-probabilities with pad and BOS ruled out, and EOS forced where a row is at its limit.
+// Log-probabilities with pad and BOS ruled out.
 torch::Tensor constrain(torch::Tensor lprobs, const SearchOptions& opt) {
   lprobs.index_fill_(1, torch::tensor({opt.pad, opt.bos}, torch::kInt64).to(lprobs.device()), kNegInf);
   return lprobs;
@@ -29,56 +30,78 @@ double normalize(double score, size_t tokens, double lenpen) {
   return score / std::pow(static_cast<double>(tokens + 1), lenpen);
 }
 
+// A host-side list of row numbers or tokens, as a tensor on the decoding device.
+torch::Tensor on_device(const std::vector<int64_t>& values, const torch::Device& device) {
+  return torch::tensor(values, torch::kInt64).to(device);
+}
+
 }  // namespace
 
+// Speed (bench/decode): sentences that have finished leave the batch, so each step runs
+// only the live ones; only the few numbers the host needs (best token and its score per
+// row) cross from the device.
 std::vector<std::vector<Hypothesis>> greedy_search(model::TransformerImpl& model, const torch::Tensor& src,
                                                    const SearchOptions& opt) {
   torch::NoGradGuard no_grad;
   const int64_t batch = src.size(0);
+  const torch::Device device = src.device();
   const auto limit = max_lengths(src, opt, model.config().max_positions);
   model::DecoderState state = model.start_decoding(src);
   std::vector<Hypothesis> hyp(batch);
-  std::vector<bool> done(batch, false);
-  torch::Tensor prev = torch::full({batch}, opt.bos, torch::TensorOptions().dtype(torch::kInt64).device(src.device()));
-  const int64_t steps = *std::max_element(limit.begin(), limit.end());
-  for (int64_t t = 0; t <= steps; ++t) {
-    torch::Tensor lprobs = constrain(model.decode_step(prev, state), opt).cpu();
-    auto [best, idx] = lprobs.max(1);
+  std::vector<int64_t> rows(batch);  // rows[r]: the sentence in state row r
+  std::iota(rows.begin(), rows.end(), 0);
+  torch::Tensor prev = torch::full({batch}, opt.bos, torch::TensorOptions().dtype(torch::kInt64).device(device));
+  for (int64_t t = 0; !rows.empty(); ++t) {
+    const torch::Tensor lprobs = constrain(model.decode_step(prev, state), opt);
+    auto [best_dev, idx_dev] = lprobs.max(1);
+    const torch::Tensor best = best_dev.cpu(), idx = idx_dev.cpu();
+    // At the length limit only EOS may follow: its score is fetched for those rows alone.
+    std::vector<int64_t> at_limit;
+    for (size_t r = 0; r < rows.size(); ++r)
+      if (t >= limit[rows[r]]) at_limit.push_back(static_cast<int64_t>(r));
+    torch::Tensor eos_lp;
+    if (!at_limit.empty()) eos_lp = lprobs.index_select(0, on_device(at_limit, device)).select(1, opt.eos).cpu();
     auto b = best.accessor<float, 1>();
     auto k = idx.accessor<int64_t, 1>();
-    std::vector<int64_t> next(batch, opt.eos);
-    bool all_done = true;
-    for (int64_t i = 0; i < batch; ++i) {
-      if (done[i]) continue;
-      // At the length limit only EOS may follow.
-      const int64_t token = t >= limit[i] ? opt.eos : k[i];
-      hyp[i].score += t >= limit[i] ? lprobs[i][opt.eos].item<float>() : b[i];
+    std::vector<int64_t> keep, next, kept_rows;
+    size_t forced = 0;
+    for (size_t r = 0; r < rows.size(); ++r) {
+      Hypothesis& h = hyp[rows[r]];
+      const bool limited = forced < at_limit.size() && at_limit[forced] == static_cast<int64_t>(r);
+      const int64_t token = limited ? opt.eos : k[static_cast<int64_t>(r)];
+      h.score += limited ? eos_lp[static_cast<int64_t>(forced)].item<float>() : b[static_cast<int64_t>(r)];
+      forced += limited;
       if (token == opt.eos) {
-        done[i] = true;
-        hyp[i].normalized = normalize(hyp[i].score, hyp[i].tokens.size(), opt.lenpen);
-      } else {
-        hyp[i].tokens.push_back(token);
-        next[i] = token;
-        all_done = false;
+        h.normalized = normalize(h.score, h.tokens.size(), opt.lenpen);
+        continue;
       }
+      h.tokens.push_back(token);
+      keep.push_back(static_cast<int64_t>(r));
+      next.push_back(token);
+      kept_rows.push_back(rows[r]);
     }
-    if (all_done) break;
-    prev = torch::tensor(next, torch::kInt64).to(src.device());
+    if (keep.empty()) break;
+    if (keep.size() < rows.size()) state.select(on_device(keep, device));
+    rows = std::move(kept_rows);
+    prev = on_device(next, device);
   }
   std::vector<std::vector<Hypothesis>> out;
   for (auto& h : hyp) out.push_back({std::move(h)});
   return out;
 }
 
+// Rows are (live sentence, beam) pairs: row = position * k + beam. Finished sentences
+// leave the batch; reordering beams moves only the self-attention caches (a sentence's
+// beams share its source-side tensors); the top 2k candidates of each sentence are chosen
+// on the device and only they cross to the host.
 std::vector<std::vector<Hypothesis>> beam_search(model::TransformerImpl& model, const torch::Tensor& src,
                                                  const SearchOptions& opt) {
   torch::NoGradGuard no_grad;
   const int64_t batch = src.size(0), k = opt.beam;
+  const torch::Device device = src.device();
   const auto limit = max_lengths(src, opt, model.config().max_positions);
-  // Rows are (sentence, beam) pairs: row = sentence * k + beam.
-  const torch::Tensor expand = torch::arange(batch, torch::kInt64).repeat_interleave(k).to(src.device());
   model::DecoderState state = model.start_decoding(src);
-  state.select(expand);
+  state.select(torch::arange(batch, torch::kInt64).repeat_interleave(k).to(device));
 
   struct Beam {
     std::vector<int64_t> tokens;
@@ -86,66 +109,86 @@ std::vector<std::vector<Hypothesis>> beam_search(model::TransformerImpl& model, 
   };
   std::vector<std::vector<Beam>> live(batch, std::vector<Beam>(k));
   std::vector<std::vector<Hypothesis>> finished(batch);
-  std::vector<bool> done(batch, false);
   // At step 0 all beams of a sentence are the same: keep only beam 0 so the first
   // expansion does not pick k copies of one token.
   for (auto& beams : live)
     for (int64_t j = 1; j < k; ++j) beams[j].score = kNegInf;
+  std::vector<int64_t> active(batch);  // active[p]: the sentence at position p
+  std::iota(active.begin(), active.end(), 0);
 
-  torch::Tensor prev = torch::full({batch * k}, opt.bos, torch::TensorOptions().dtype(torch::kInt64).device(src.device()));
-  const int64_t steps = *std::max_element(limit.begin(), limit.end());
-  for (int64_t t = 0; t <= steps; ++t) {
-    torch::Tensor lprobs = constrain(model.decode_step(prev, state), opt).to(torch::kCPU, torch::kFloat64);
+  torch::Tensor prev = torch::full({batch * k}, opt.bos, torch::TensorOptions().dtype(torch::kInt64).device(device));
+  for (int64_t t = 0; !active.empty(); ++t) {
+    const auto n = static_cast<int64_t>(active.size());
+    const torch::Tensor lprobs = constrain(model.decode_step(prev, state), opt);  // [n * k, vocab]
     const int64_t vocab = lprobs.size(1);
-    std::vector<double> base(batch * k);
-    for (int64_t i = 0; i < batch; ++i)
-      for (int64_t j = 0; j < k; ++j) base[i * k + j] = live[i][j].score;
-    torch::Tensor cand = (lprobs + torch::tensor(base, torch::kFloat64).unsqueeze(1)).view({batch, k * vocab});
-    for (int64_t i = 0; i < batch; ++i)
-      if (t >= limit[i]) {  // at the limit only EOS continues a hypothesis
-        auto row = cand[i].view({k, vocab});
-        torch::Tensor eos_scores = row.select(1, opt.eos).clone();
+    std::vector<float> base(n * k);
+    for (int64_t p = 0; p < n; ++p)
+      for (int64_t j = 0; j < k; ++j) base[p * k + j] = static_cast<float>(live[active[p]][j].score);
+    torch::Tensor cand = (lprobs + torch::tensor(base).to(device).unsqueeze(1)).view({n, k * vocab});
+    for (int64_t p = 0; p < n; ++p)
+      if (t >= limit[active[p]]) {  // at the limit only EOS continues a hypothesis
+        auto row = cand[p].view({k, vocab});
+        const torch::Tensor eos_scores = row.select(1, opt.eos).clone();
         row.fill_(kNegInf);
         row.select(1, opt.eos).copy_(eos_scores);
       }
-    auto [top_scores, top_idx] = cand.topk(2 * k, 1);  // 2k: up to k may end in EOS
-    auto ts = top_scores.accessor<double, 2>();
+    // 2k: up to k may end in EOS. Scores are summed on the host in double from the chosen
+    // tokens' own log-probabilities, as a teacher-forced pass would.
+    auto [top_dev, top_idx_dev] = cand.topk(2 * k, 1);
+    const torch::Tensor top = top_dev.cpu(), top_idx = top_idx_dev.cpu();
+    const torch::Tensor picked = lprobs.view({n, k * vocab}).gather(1, top_idx_dev).cpu();
+    auto ts = top.accessor<float, 2>();
     auto ti = top_idx.accessor<int64_t, 2>();
+    auto lp = picked.accessor<float, 2>();
 
-    std::vector<int64_t> origin(batch * k), next(batch * k, opt.eos);
-    bool all_done = true;
-    for (int64_t i = 0; i < batch; ++i) {
+    std::vector<int64_t> keep_positions, origin, next;
+    for (int64_t p = 0; p < n; ++p) {
+      const int64_t s = active[p];
       std::vector<Beam> fresh;
-      if (!done[i]) {
-        for (int64_t c = 0; c < 2 * k && static_cast<int64_t>(fresh.size()) < k; ++c) {
-          const double score = ts[i][c];
-          if (score == kNegInf) break;
-          const int64_t beam = ti[i][c] / vocab, token = ti[i][c] % vocab;
-          const Beam& from = live[i][beam];
-          if (token == opt.eos) {
-            if (static_cast<int64_t>(finished[i].size()) < k)
-              finished[i].push_back({from.tokens, score, normalize(score, from.tokens.size(), opt.lenpen)});
-          } else {
-            Beam b{from.tokens, score};
-            b.tokens.push_back(token);
-            fresh.push_back(std::move(b));
-            origin[i * k + static_cast<int64_t>(fresh.size()) - 1] = i * k + beam;
-            next[i * k + static_cast<int64_t>(fresh.size()) - 1] = token;
-          }
+      std::vector<int64_t> fresh_origin;
+      for (int64_t c = 0; c < 2 * k && static_cast<int64_t>(fresh.size()) < k; ++c) {
+        if (ts[p][c] == -std::numeric_limits<float>::infinity()) break;
+        const int64_t beam = ti[p][c] / vocab, token = ti[p][c] % vocab;
+        const Beam& from = live[s][beam];
+        const double score = from.score + static_cast<double>(lp[p][c]);
+        if (token == opt.eos) {
+          if (static_cast<int64_t>(finished[s].size()) < k)
+            finished[s].push_back({from.tokens, score, normalize(score, from.tokens.size(), opt.lenpen)});
+        } else {
+          Beam b{from.tokens, score};
+          b.tokens.push_back(token);
+          fresh.push_back(std::move(b));
+          fresh_origin.push_back(p * k + beam);
+          next.push_back(token);
         }
-        // fairseq's rule: a sentence is finished once it has k complete hypotheses.
-        if (static_cast<int64_t>(finished[i].size()) >= k || fresh.empty()) done[i] = true;
       }
-      for (int64_t j = static_cast<int64_t>(fresh.size()); j < k; ++j) {
-        fresh.push_back({{}, kNegInf});
-        origin[i * k + j] = i * k;  // any row: its score keeps it out of every top-k
+      // fairseq's rule: a sentence is finished once it has k complete hypotheses.
+      if (static_cast<int64_t>(finished[s].size()) >= k || fresh.empty()) {
+        next.resize(next.size() - fresh.size());
+        continue;
       }
-      live[i] = std::move(fresh);
-      all_done &= done[i];
+      for (auto j = static_cast<int64_t>(fresh.size()); j < k; ++j) {
+        fresh.push_back({{}, kNegInf});  // its score keeps it out of every top-k
+        fresh_origin.push_back(p * k);
+        next.push_back(opt.eos);
+      }
+      live[s] = std::move(fresh);
+      keep_positions.push_back(p);
+      origin.insert(origin.end(), fresh_origin.begin(), fresh_origin.end());
     }
-    if (all_done) break;
-    state.select(torch::tensor(origin, torch::kInt64).to(src.device()));
-    prev = torch::tensor(next, torch::kInt64).to(src.device());
+    if (keep_positions.empty()) break;
+    torch::Tensor shared;  // the source side moves only when sentences leave
+    if (static_cast<int64_t>(keep_positions.size()) < n) {
+      std::vector<int64_t> rows;
+      for (int64_t p : keep_positions)
+        for (int64_t j = 0; j < k; ++j) rows.push_back(p * k + j);
+      shared = on_device(rows, device);
+    }
+    state.select(on_device(origin, device), shared);
+    std::vector<int64_t> still;
+    for (int64_t p : keep_positions) still.push_back(active[p]);
+    active = std::move(still);
+    prev = on_device(next, device);
   }
   std::vector<std::vector<Hypothesis>> out(batch);
   for (int64_t i = 0; i < batch; ++i) {

@@ -71,15 +71,19 @@ torch::Tensor DecoderLayerImpl::forward(torch::Tensor x, const torch::Tensor& me
   return residual(x, norm3, pre_norm_, dropout_, is_training(), [&](const torch::Tensor& h) { return ffn(h); });
 }
 
-void DecoderState::select(const torch::Tensor& index) {
-  memory = memory.index_select(0, index);
-  memory_mask = memory_mask.index_select(0, index);
-  for (auto& l : layers)
-    for (KVCache* c : {&l.self, &l.cross})
-      if (!c->empty()) {
-        c->k = c->k.index_select(0, index);
-        c->v = c->v.index_select(0, index);
-      }
+void DecoderState::select(const torch::Tensor& index) { select(index, index); }
+
+void DecoderState::select(const torch::Tensor& index, const torch::Tensor& shared_index) {
+  auto take = [](KVCache& c, const torch::Tensor& rows) {
+    if (c.empty()) return;
+    c.k = c.k.index_select(0, rows);
+    c.v = c.v.index_select(0, rows);
+  };
+  for (auto& l : layers) take(l.self, index);
+  if (!shared_index.defined()) return;
+  memory = memory.index_select(0, shared_index);
+  memory_mask = memory_mask.index_select(0, shared_index);
+  for (auto& l : layers) take(l.cross, shared_index);
 }
 
 TransformerImpl::TransformerImpl(const ModelConfig& c) : config_(c) {

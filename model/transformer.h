@@ -66,8 +66,13 @@ struct DecoderState {
   torch::Tensor memory_mask;  // [batch, 1, 1, src_len]
   std::vector<LayerCache> layers;
   int64_t step = 0;           // positions decoded so far
-  // Keeps rows `index` (beam search: reorder and expand hypotheses), in every tensor.
+  // Keeps rows `index` (expand to beams, drop finished sentences), in every tensor.
   void select(const torch::Tensor& index);
+  // Self-attention caches take rows `index`; the encoder output, its mask and the
+  // cross-attention caches take `shared_index`, or stay as they are when it is undefined.
+  // Beam search reorders hypotheses within a sentence, whose beams share one source: the
+  // source-side tensors (the largest) need not move then.
+  void select(const torch::Tensor& index, const torch::Tensor& shared_index);
 };
 
 class TransformerImpl : public torch::nn::Module {

@@ -153,6 +153,28 @@ TEST(Search, BeamOneEqualsGreedy) {
   }
 }
 
+// Sentences leave the batch as they finish (eval/search.cpp): what a sentence gets must not
+// depend on the others in its batch, nor on its padding.
+TEST(Search, BatchedEqualsOneSentenceAtATime) {
+  const auto f = load_fixture("transformer_prenorm.pt");
+  Transformer m = fixture_model(f);
+  const auto src = f.at("src").toTensor();
+  for (int64_t beam : {1, 3}) {
+    auto opt = options(beam);
+    opt.lenpen = 0.6;
+    const auto batched = eval::search(*m, src, opt);
+    for (int64_t i = 0; i < src.size(0); ++i) {
+      const int64_t len = src[i].ne(0).sum().item<int64_t>();
+      const auto alone = eval::search(*m, src[i].slice(0, 0, len).unsqueeze(0), opt);
+      ASSERT_EQ(alone[0].size(), batched[i].size()) << "beam " << beam << " sentence " << i;
+      for (size_t r = 0; r < alone[0].size(); ++r) {
+        EXPECT_EQ(alone[0][r].tokens, batched[i][r].tokens) << "beam " << beam << " sentence " << i << " rank " << r;
+        EXPECT_NEAR(alone[0][r].score, batched[i][r].score, 1e-4);
+      }
+    }
+  }
+}
+
 TEST(Search, BeamScoresAreTeacherForcedLogProbabilitiesAndSorted) {
   const auto f = load_fixture("transformer_prenorm.pt");
   Transformer m = fixture_model(f);
