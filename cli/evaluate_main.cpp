@@ -8,6 +8,7 @@
 #include "eval/evaluation.h"
 #include "cli/cli.h"
 #include "checkpoint/model_setup.h"
+#include "trainer/malloc_tuning.h"
 
 namespace {
 
@@ -28,6 +29,7 @@ int bleu_command(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  nmt::trainer::keep_freed_memory_mapped();  // each decoding step's large tensors reuse pages
   if (argc > 1 && std::string(argv[1]) == "bleu")
     return nmt::cli::run_main("evaluate bleu", [&] { return bleu_command(argc - 1, argv + 1); });
   nmt::dist::ProcessGroup group(&argc, &argv);

@@ -7,8 +7,10 @@
 #include "eval/translator.h"
 #include "cli/cli.h"
 #include "checkpoint/model_setup.h"
+#include "trainer/malloc_tuning.h"
 
 int main(int argc, char** argv) {
+  nmt::trainer::keep_freed_memory_mapped();  // each decoding step's large tensors reuse pages
   return nmt::cli::run_main("translate", [&] {
     CLI::App app("Translate raw sentences (stdin or --input) with a checkpoint; detokenized output on stdout.");
     nmt::cli::ConfigArgs args;

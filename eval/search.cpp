@@ -20,10 +20,13 @@ std::vector<int64_t> max_lengths(const torch::Tensor& src, const SearchOptions& 
   return out;
 }
 
-// Log-probabilities with pad and BOS ruled out.
-torch::Tensor constrain(torch::Tensor lprobs, const SearchOptions& opt) {
-  lprobs.index_fill_(1, torch::tensor({opt.pad, opt.bos}, torch::kInt64).to(lprobs.device()), kNegInf);
-  return lprobs;
+// A step's logits -> their log-normalizer [rows, 1], over the whole vocabulary as the
+// model defines the distribution; then pad and BOS are ruled out in `logits` (-inf).
+// Only the candidates search keeps are normalized: no [rows, vocab] log-softmax is written.
+torch::Tensor normalizer_and_constrain(torch::Tensor& logits, const SearchOptions& opt) {
+  torch::Tensor lse = logits.logsumexp(1, /*keepdim=*/true);
+  logits.index_fill_(1, torch::tensor({opt.pad, opt.bos}, torch::kInt64).to(logits.device()), kNegInf);
+  return lse;
 }
 
 double normalize(double score, size_t tokens, double lenpen) {
@@ -52,15 +55,19 @@ std::vector<std::vector<Hypothesis>> greedy_search(model::TransformerImpl& model
   std::iota(rows.begin(), rows.end(), 0);
   torch::Tensor prev = torch::full({batch}, opt.bos, torch::TensorOptions().dtype(torch::kInt64).device(device));
   for (int64_t t = 0; !rows.empty(); ++t) {
-    const torch::Tensor lprobs = constrain(model.decode_step(prev, state), opt);
-    auto [best_dev, idx_dev] = lprobs.max(1);
-    const torch::Tensor best = best_dev.cpu(), idx = idx_dev.cpu();
+    torch::Tensor logits = model.decode_step_logits(prev, state);
+    const torch::Tensor lse = normalizer_and_constrain(logits, opt);
+    auto [best_dev, idx_dev] = logits.max(1);
+    const torch::Tensor best = (best_dev - lse.squeeze(1)).cpu(), idx = idx_dev.cpu();
     // At the length limit only EOS may follow: its score is fetched for those rows alone.
     std::vector<int64_t> at_limit;
     for (size_t r = 0; r < rows.size(); ++r)
       if (t >= limit[rows[r]]) at_limit.push_back(static_cast<int64_t>(r));
     torch::Tensor eos_lp;
-    if (!at_limit.empty()) eos_lp = lprobs.index_select(0, on_device(at_limit, device)).select(1, opt.eos).cpu();
+    if (!at_limit.empty()) {
+      const torch::Tensor rows_at_limit = on_device(at_limit, device);
+      eos_lp = (logits.index_select(0, rows_at_limit).select(1, opt.eos) - lse.index_select(0, rows_at_limit).squeeze(1)).cpu();
+    }
     auto b = best.accessor<float, 1>();
     auto k = idx.accessor<int64_t, 1>();
     std::vector<int64_t> keep, next, kept_rows;
@@ -119,26 +126,37 @@ std::vector<std::vector<Hypothesis>> beam_search(model::TransformerImpl& model, 
   torch::Tensor prev = torch::full({batch * k}, opt.bos, torch::TensorOptions().dtype(torch::kInt64).device(device));
   for (int64_t t = 0; !active.empty(); ++t) {
     const auto n = static_cast<int64_t>(active.size());
-    const torch::Tensor lprobs = constrain(model.decode_step(prev, state), opt);  // [n * k, vocab]
-    const int64_t vocab = lprobs.size(1);
+    torch::Tensor logits = model.decode_step_logits(prev, state);  // [n * k, vocab]
+    const torch::Tensor lse = normalizer_and_constrain(logits, opt);
+    std::vector<int64_t> at_limit;  // rows of sentences at their limit: only EOS continues them
+    for (int64_t p = 0; p < n; ++p)
+      if (t >= limit[active[p]])
+        for (int64_t j = 0; j < k; ++j) at_limit.push_back(p * k + j);
+    if (!at_limit.empty()) {
+      const torch::Tensor rows = on_device(at_limit, device);
+      const torch::Tensor eos_logits = logits.select(1, opt.eos).index_select(0, rows);
+      logits.index_fill_(0, rows, kNegInf);
+      logits.select(1, opt.eos).index_copy_(0, rows, eos_logits);
+    }
+    // A sentence's best 2k continuations (up to k may end in EOS) are among the best 2k
+    // of each of its k rows: rank those k * 2k by total score, on the device.
+    const int64_t per_row = std::min<int64_t>(2 * k, logits.size(1)), width = k * per_row;
+    const int64_t kept = std::min<int64_t>(2 * k, width);
+    auto [row_top, row_token] = logits.topk(per_row, 1);  // [n * k, per_row]
+    const torch::Tensor row_lp = row_top - lse;           // log-probabilities of the kept
     std::vector<float> base(n * k);
     for (int64_t p = 0; p < n; ++p)
       for (int64_t j = 0; j < k; ++j) base[p * k + j] = static_cast<float>(live[active[p]][j].score);
-    torch::Tensor cand = (lprobs + torch::tensor(base).to(device).unsqueeze(1)).view({n, k * vocab});
-    for (int64_t p = 0; p < n; ++p)
-      if (t >= limit[active[p]]) {  // at the limit only EOS continues a hypothesis
-        auto row = cand[p].view({k, vocab});
-        const torch::Tensor eos_scores = row.select(1, opt.eos).clone();
-        row.fill_(kNegInf);
-        row.select(1, opt.eos).copy_(eos_scores);
-      }
-    // 2k: up to k may end in EOS. Scores are summed on the host in double from the chosen
-    // tokens' own log-probabilities, as a teacher-forced pass would.
-    auto [top_dev, top_idx_dev] = cand.topk(2 * k, 1);
-    const torch::Tensor top = top_dev.cpu(), top_idx = top_idx_dev.cpu();
-    const torch::Tensor picked = lprobs.view({n, k * vocab}).gather(1, top_idx_dev).cpu();
+    const torch::Tensor cand = (row_lp + torch::tensor(base).to(device).unsqueeze(1)).view({n, width});
+    auto [top_dev, at_dev] = cand.topk(kept, 1);  // [n, kept]; at = beam * per_row + rank in its row
+    // Scores are summed on the host in double from the chosen tokens' own log-probabilities,
+    // as a teacher-forced pass would.
+    const torch::Tensor top = top_dev.cpu(), at = at_dev.cpu();
+    const torch::Tensor tokens = row_token.view({n, width}).gather(1, at_dev).cpu();
+    const torch::Tensor picked = row_lp.view({n, width}).gather(1, at_dev).cpu();
     auto ts = top.accessor<float, 2>();
-    auto ti = top_idx.accessor<int64_t, 2>();
+    auto ta = at.accessor<int64_t, 2>();
+    auto tt = tokens.accessor<int64_t, 2>();
     auto lp = picked.accessor<float, 2>();
 
     std::vector<int64_t> keep_positions, origin, next;
@@ -146,9 +164,9 @@ std::vector<std::vector<Hypothesis>> beam_search(model::TransformerImpl& model, 
       const int64_t s = active[p];
       std::vector<Beam> fresh;
       std::vector<int64_t> fresh_origin;
-      for (int64_t c = 0; c < 2 * k && static_cast<int64_t>(fresh.size()) < k; ++c) {
+      for (int64_t c = 0; c < kept && static_cast<int64_t>(fresh.size()) < k; ++c) {
         if (ts[p][c] == -std::numeric_limits<float>::infinity()) break;
-        const int64_t beam = ti[p][c] / vocab, token = ti[p][c] % vocab;
+        const int64_t beam = ta[p][c] / per_row, token = tt[p][c];
         const Beam& from = live[s][beam];
         const double score = from.score + static_cast<double>(lp[p][c]);
         if (token == opt.eos) {

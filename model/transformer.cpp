@@ -161,6 +161,10 @@ DecoderState TransformerImpl::start_decoding(const torch::Tensor& src) {
 }
 
 torch::Tensor TransformerImpl::decode_step(const torch::Tensor& tokens, DecoderState& state) {
+  return torch::log_softmax(decode_step_logits(tokens, state), -1);
+}
+
+torch::Tensor TransformerImpl::decode_step_logits(const torch::Tensor& tokens, DecoderState& state) {
   // One new position: it may see every cached one, so the self-attention needs no mask.
   torch::Tensor x = embed_tokens(tokens.view({-1, 1}), state.step);
   for (size_t i = 0; i < decoder_layers->size(); ++i)
@@ -168,7 +172,7 @@ torch::Tensor TransformerImpl::decode_step(const torch::Tensor& tokens, DecoderS
                                                        &state.layers[i]);
   if (config_.pre_norm) x = decoder_norm(x);
   ++state.step;
-  return torch::log_softmax(project(x.squeeze(1)).to(torch::kFloat32), -1);
+  return project(x.squeeze(1)).to(torch::kFloat32);
 }
 
 int64_t parameter_count(torch::nn::Module& module) {

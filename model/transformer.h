@@ -90,6 +90,8 @@ class TransformerImpl : public torch::nn::Module {
   // Feeds `tokens` [batch] (the previous outputs) and returns log-probabilities
   // [batch, vocab] for the next position, extending the caches.
   torch::Tensor decode_step(const torch::Tensor& tokens, DecoderState& state);
+  // The same step's float32 logits [batch, vocab]: search normalizes only what it keeps.
+  torch::Tensor decode_step_logits(const torch::Tensor& tokens, DecoderState& state);
 
   torch::Tensor encode(const torch::Tensor& src, torch::Tensor* src_mask);
   torch::Tensor decode(const torch::Tensor& tgt_in, const torch::Tensor& memory, const torch::Tensor& memory_mask);

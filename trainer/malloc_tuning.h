@@ -1,5 +1,6 @@
 #pragma once
-// Process-wide glibc malloc settings for training on the CPU.
+// Process-wide glibc malloc settings for training and decoding on the CPU (train,
+// evaluate, translate: a decoding step allocates and frees tensors of the same shapes too).
 
 namespace nmt::trainer {
 
