@@ -98,9 +98,9 @@ std::vector<std::vector<Hypothesis>> greedy_search(model::TransformerImpl& model
 }
 
 // Rows are (live sentence, beam) pairs: row = position * k + beam. Finished sentences
-// leave the batch; reordering beams moves only the self-attention caches (a sentence's
-// beams share its source-side tensors); the top 2k candidates of each sentence are chosen
-// on the device and only they cross to the host.
+// leave the batch; the source side is kept once per sentence (DecoderState::beams), so
+// reordering beams moves only the self-attention caches; the top 2k candidates of each
+// sentence are chosen on the device and only they cross to the host.
 std::vector<std::vector<Hypothesis>> beam_search(model::TransformerImpl& model, const torch::Tensor& src,
                                                  const SearchOptions& opt) {
   torch::NoGradGuard no_grad;
@@ -108,7 +108,7 @@ std::vector<std::vector<Hypothesis>> beam_search(model::TransformerImpl& model, 
   const torch::Device device = src.device();
   const auto limit = max_lengths(src, opt, model.config().max_positions);
   model::DecoderState state = model.start_decoding(src);
-  state.select(torch::arange(batch, torch::kInt64).repeat_interleave(k).to(device));
+  state.beams = k;  // the source side stays one per sentence
 
   struct Beam {
     std::vector<int64_t> tokens;
@@ -195,13 +195,8 @@ std::vector<std::vector<Hypothesis>> beam_search(model::TransformerImpl& model, 
       origin.insert(origin.end(), fresh_origin.begin(), fresh_origin.end());
     }
     if (keep_positions.empty()) break;
-    torch::Tensor shared;  // the source side moves only when sentences leave
-    if (static_cast<int64_t>(keep_positions.size()) < n) {
-      std::vector<int64_t> rows;
-      for (int64_t p : keep_positions)
-        for (int64_t j = 0; j < k; ++j) rows.push_back(p * k + j);
-      shared = on_device(rows, device);
-    }
+    torch::Tensor shared;  // the source side (one row per sentence) moves only when sentences leave
+    if (static_cast<int64_t>(keep_positions.size()) < n) shared = on_device(keep_positions, device);
     state.select(on_device(origin, device), shared);
     std::vector<int64_t> still;
     for (int64_t p : keep_positions) still.push_back(active[p]);

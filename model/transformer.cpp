@@ -66,7 +66,11 @@ torch::Tensor DecoderLayerImpl::forward(torch::Tensor x, const torch::Tensor& me
     return self_attn->self_forward(h, self_mask, cache ? &cache->self : nullptr);
   });
   x = residual(x, norm2, pre_norm_, dropout_, is_training(), [&](const torch::Tensor& h) {
-    return cross_attn->cross_forward(h, memory, memory_mask, cache ? &cache->cross : nullptr);
+    if (!cache || cache->beams == 1) return cross_attn->cross_forward(h, memory, memory_mask, cache ? &cache->cross : nullptr);
+    // [sentences * beams, 1, d] -> [sentences, beams, d]: the beams query their source together.
+    const int64_t rows = h.size(0), d = h.size(2);
+    return cross_attn->cross_forward(h.reshape({rows / cache->beams, cache->beams, d}), memory, memory_mask, &cache->cross)
+        .reshape({rows, 1, d});
   });
   return residual(x, norm3, pre_norm_, dropout_, is_training(), [&](const torch::Tensor& h) { return ffn(h); });
 }
@@ -167,6 +171,7 @@ torch::Tensor TransformerImpl::decode_step(const torch::Tensor& tokens, DecoderS
 torch::Tensor TransformerImpl::decode_step_logits(const torch::Tensor& tokens, DecoderState& state) {
   // One new position: it may see every cached one, so the self-attention needs no mask.
   torch::Tensor x = embed_tokens(tokens.view({-1, 1}), state.step);
+  for (auto& layer : state.layers) layer.beams = state.beams;
   for (size_t i = 0; i < decoder_layers->size(); ++i)
     x = decoder_layers[i]->as<DecoderLayer>()->forward(x, state.memory, torch::Tensor(), state.memory_mask,
                                                        &state.layers[i]);

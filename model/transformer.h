@@ -43,6 +43,7 @@ TORCH_MODULE(EncoderLayer);
 // Per-layer caches of one decoding run.
 struct LayerCache {
   KVCache self, cross;
+  int64_t beams = 1;  // rows per source sentence (DecoderState::beams)
 };
 
 class DecoderLayerImpl : public torch::nn::Module {
@@ -66,12 +67,16 @@ struct DecoderState {
   torch::Tensor memory_mask;  // [batch, 1, 1, src_len]
   std::vector<LayerCache> layers;
   int64_t step = 0;           // positions decoded so far
+  // Beam search: decoder rows = sentences x beams (row = sentence * beams + beam), while
+  // the encoder output, its mask and the cross-attention caches stay one per sentence; the
+  // cross-attention takes a sentence's beams as that many queries against its source.
+  int64_t beams = 1;
   // Keeps rows `index` (expand to beams, drop finished sentences), in every tensor.
   void select(const torch::Tensor& index);
   // Self-attention caches take rows `index`; the encoder output, its mask and the
-  // cross-attention caches take `shared_index`, or stay as they are when it is undefined.
-  // Beam search reorders hypotheses within a sentence, whose beams share one source: the
-  // source-side tensors (the largest) need not move then.
+  // cross-attention caches (one per sentence) take `shared_index`, or stay as they are
+  // when it is undefined: beam search reorders hypotheses within a sentence, and only
+  // when sentences leave does the source side move.
   void select(const torch::Tensor& index, const torch::Tensor& shared_index);
 };
 
