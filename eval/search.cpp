@@ -170,7 +170,10 @@ std::vector<std::vector<Hypothesis>> beam_search(model::TransformerImpl& model, 
         const Beam& from = live[s][beam];
         const double score = from.score + static_cast<double>(lp[p][c]);
         if (token == opt.eos) {
-          if (static_cast<int64_t>(finished[s].size()) < k)
+          // fairseq's rule (eos_mask[:, :beam_size]), CTranslate2's too: a hypothesis ends only
+          // when its EOS is among the k best candidates; one ranked lower would fill the
+          // finished list with poor hypotheses and stop the search early.
+          if (c < k && static_cast<int64_t>(finished[s].size()) < k)
             finished[s].push_back({from.tokens, score, normalize(score, from.tokens.size(), opt.lenpen)});
         } else {
           Beam b{from.tokens, score};

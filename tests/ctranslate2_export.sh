@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Export to CTranslate2 (issue 16): a tiny model trained here is exported with
+# tools/export_ctranslate2.py, and the same sources are translated by our `translate` and by
+# ctranslate2.Translator (tools/ct2_translate.py, which sets the options that make it decode
+# as ours). Greedy must agree on every line; beam 5 on >= 99% of lines, with sacreBLEU
+# within 0.1. Also: the exporter's refusals (one message, exit 2, nothing written).
+#   ctranslate2_export.sh BUILD_DIR PYTHON
+set -uo pipefail
+build=$1 python=$2
+here=$(cd "$(dirname "$0")" && pwd)
+tools=$(cd "$here/../tools" && pwd)
+# shellcheck source=tests/job_env.sh
+source "$here/job_env.sh"
+TRANS=$build/eval/translate
+EXPORT=("$python" "$tools/export_ctranslate2.py")
+"$python" -c "import ctranslate2, sentencepiece, sacrebleu" 2> /dev/null \
+  || fail "$python lacks ctranslate2, sentencepiece or sacrebleu (launch/setup.sh installs them)"
+
+# Word-for-word toy task, learnt in ~1500 updates. No label smoothing: it gives pad and BOS
+# probability 0.1/vocab at every step, which our search removes after normalising and
+# CTranslate2's suppress_sequences before; with 40 pieces that is 0.5% per step and flips
+# near-ties, with Multi30k's 8000 it is 0.003%.
+"$python" "$here/make_toy_corpus.py" raw 2000
+cat > c.yaml <<'YAML'
+data: {raw_dir: raw, shard_dir: shards, vocab_size: 40, num_shards: 1, max_tokens: 400}
+model: {d_model: 32, ffn_dim: 64, heads: 4, encoder_layers: 1, decoder_layers: 1, dropout: 0.0}
+optim: {label_smoothing: 0.0}
+schedule: {type: inverse_sqrt, lr: 0.003, warmup_updates: 50}
+train: {max_updates: 1500, threads: 1, log_interval: 500, validate_interval_updates: 1500, save_interval_updates: 1500, save_dir: run}
+YAML
+"$PRE" --config c.yaml > /dev/null 2>&1 || fail preprocess
+SECONDS=0
+"$TRAIN" --config c.yaml > train.log 2>&1 || { tail -5 train.log; fail train; }
+echo "ok: trained the toy model in ${SECONDS}s: $(grep -o 'best validation loss .*' train.log)"
+
+# refused NAME EXPECTED-TEXT COMMAND...: exit 2 and one line on stderr holding the text.
+refused() {
+  local name=$1 want=$2; shift 2
+  "$@" > out.txt 2> err.txt
+  local rc=$?
+  [ $rc = 2 ] || { cat err.txt; fail "$name: exit $rc, expected 2"; }
+  grep -qF -- "$want" err.txt || { cat err.txt; fail "$name: message lacks '$want'"; }
+  [ "$(grep -c . err.txt)" = 1 ] || { cat err.txt; fail "$name: not one line"; }
+  echo "ok: refused $name: $(cut -c1-160 err.txt)"
+}
+mkdir full && echo keep > full/keep
+refused "a missing checkpoint" "run/nope.pt: checkpoint does not exist" \
+  "${EXPORT[@]}" --checkpoint run/nope.pt --output out
+refused "a PyTorch file that is not our checkpoint" "not an nmtrain checkpoint (no field 'format_version')" \
+  "${EXPORT[@]}" --checkpoint "$here/fixtures/transformer_postnorm.pt" --output out
+refused "a file that is no checkpoint at all" "c.yaml: not a readable nmtrain checkpoint" \
+  "${EXPORT[@]}" --checkpoint c.yaml --output out
+refused "a non-empty output directory" "full: output directory exists and is not empty (use --force to replace it)" \
+  "${EXPORT[@]}" --checkpoint run/last.pt --output full
+[ ! -e out ] && [ "$(ls -A full)" = keep ] || fail "a refused export wrote something"
+
+"${EXPORT[@]}" --checkpoint run/last.pt --output ct2 --config c.yaml > export.log 2>&1 || { cat export.log; fail export; }
+for f in model.bin config.json shared_vocabulary.json spm.model nmtrain.json; do
+  [ -f "ct2/$f" ] || fail "the export lacks ct2/$f"
+done
+"${EXPORT[@]}" --checkpoint run/last.pt --output full --force > /dev/null 2>&1 || fail "export --force"
+[ -f full/model.bin ] && [ ! -e full/keep ] || fail "--force did not replace full/"
+ls -a . | grep -q '\.tmp-' && fail "the export left a temporary"
+echo "ok: $(cat export.log)"
+
+# Sources: the validation and test sets and the first 460 training sentences, 500 lines.
+cat raw/val.de raw/test_2016_flickr.de > src.txt && head -460 raw/train.de >> src.txt
+cat raw/val.en raw/test_2016_flickr.en > ref.txt && head -460 raw/train.en >> ref.txt
+for beam in 1 5; do
+  "$TRANS" --config c.yaml --checkpoint run/last.pt --beam $beam --input src.txt > ours.$beam 2> err.txt \
+    || { cat err.txt; fail "translate --beam $beam"; }
+  "$python" "$tools/ct2_translate.py" --model ct2 --beam $beam --threads 1 --input src.txt > ct2.$beam 2> err.txt \
+    || { cat err.txt; fail "ct2_translate.py --beam $beam"; }
+done
+
+"$python" - <<'PY' || fail "CTranslate2 does not decode as our translate"
+import sacrebleu
+read = lambda p: open(p, encoding="utf-8").read().split("\n")[:-1]
+ref, ok = read("ref.txt"), True
+for beam, need in ((1, 1.0), (5, 0.99)):
+    ours, ct2 = read(f"ours.{beam}"), read(f"ct2.{beam}")
+    assert len(ours) == len(ct2) == len(ref), (len(ours), len(ct2), len(ref))
+    same = sum(a == b for a, b in zip(ours, ct2))
+    bleu_ours = sacrebleu.corpus_bleu(ours, [ref], force=True).score
+    bleu_ct2 = sacrebleu.corpus_bleu(ct2, [ref], force=True).score
+    good = same >= need * len(ours) and abs(bleu_ours - bleu_ct2) <= 0.1
+    print(f"{'ok' if good else 'FAIL'}: beam {beam}: identical lines {same}/{len(ours)} = {same / len(ours):.1%} "
+          f"(need {need:.0%}); BLEU ours {bleu_ours:.2f}, CTranslate2 {bleu_ct2:.2f}, "
+          f"difference {abs(bleu_ours - bleu_ct2):.2f} (need <= 0.10)")
+    if not good:
+        for i, (a, b) in enumerate(zip(ours, ct2)):
+            if a != b:
+                print(f"  line {i + 1}: ours '{a}' | CTranslate2 '{b}'")
+        ok = False
+raise SystemExit(0 if ok else 1)
+PY
+echo "ctranslate2 export: greedy and beam 5 compared on $(wc -l < src.txt) sentences"

@@ -1,0 +1,106 @@
+"""Our Transformer (model/transformer.cpp, model/attention.cpp) as a CTranslate2
+TransformerSpec, through CTranslate2's own converter API: a Converter whose _load()
+returns the spec, so validate(), optimize() and save() are CTranslate2's.
+
+What the mapping has to get right (each point read from our C++):
+  * post-norm (the paper) or pre-norm, from model.pre_norm; pre-norm adds final
+    encoder_norm / decoder_norm, which the spec has only when pre_norm is set;
+  * ReLU FFN; LayerNorm eps 1e-5 (torch::nn::LayerNorm's default);
+  * one embedding matrix for encoder input, decoder input and output projection (tied,
+    no output bias), scaled by sqrt(d_model) (CTranslate2's scale_embeddings);
+  * sinusoidal positions from 0, pe[p, 2i] = sin, pe[p, 2i+1] = cos (interleaved):
+    CTranslate2's built-in table concatenates [sin | cos] and starts at position 1, so
+    our table is written into the spec's position_encodings explicitly;
+  * attention: self-attention's fused [3d, d] q,k,v matrix and cross-attention's q plus
+    fused [2d, d] k,v matrix are exactly CTranslate2's linear[0] / linear[1] layout. Our
+    forward multiplies the key slice of those biases by 0 (a key bias cannot change
+    softmax, see attention.h), so the export writes that slice as zeros."""
+import torch
+from ctranslate2.converters.converter import Converter
+from ctranslate2.specs import common_spec, transformer_spec
+
+LAYER_NORM_EPS = 1e-5
+
+
+def sinusoidal_positions(max_positions, d_model):
+    """model::sinusoidal_positions(), op for op (float64, then float32)."""
+    pos = torch.arange(max_positions, dtype=torch.float64).unsqueeze(1)
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)
+    angle = pos / torch.pow(torch.tensor(10000.0, dtype=torch.float64), two_i / float(d_model))
+    return torch.stack([torch.sin(angle), torch.cos(angle)], 2).view(max_positions, d_model).float()
+
+
+def _linear(spec, w, name, bias_mask=None):
+    spec.weight = w[name + ".weight"].numpy()
+    bias = w[name + ".bias"]
+    spec.bias = (bias * bias_mask if bias_mask is not None else bias).numpy()
+
+
+def _norm(spec, w, name):
+    spec.gamma = w[name + ".weight"].numpy()
+    spec.beta = w[name + ".bias"].numpy()
+
+
+def _key_bias_mask(d, parts):
+    """1 for query / value entries, 0 for the key slice: in_bias_mask / kv_bias_mask."""
+    return torch.cat([torch.zeros(d) if p == "k" else torch.ones(d) for p in parts])
+
+
+def _set_layer(layer, w, p, d, decoder):
+    _linear(layer.self_attention.linear[0], w, p + "self_attn.in_proj", _key_bias_mask(d, "qkv"))
+    _linear(layer.self_attention.linear[1], w, p + "self_attn.out_proj")
+    _norm(layer.self_attention.layer_norm, w, p + "norm1")
+    ffn_norm = "norm2"
+    if decoder:
+        _linear(layer.attention.linear[0], w, p + "cross_attn.q_proj")
+        _linear(layer.attention.linear[1], w, p + "cross_attn.kv_proj", _key_bias_mask(d, "kv"))
+        _linear(layer.attention.linear[2], w, p + "cross_attn.out_proj")
+        _norm(layer.attention.layer_norm, w, p + "norm2")
+        ffn_norm = "norm3"
+    _linear(layer.ffn.linear_0, w, p + "ffn.fc1")
+    _linear(layer.ffn.linear_1, w, p + "ffn.fc2")
+    _norm(layer.ffn.layer_norm, w, p + ffn_norm)
+
+
+def build_spec(ckpt, vocab):
+    m, w = ckpt.model, ckpt.weights
+    spec = transformer_spec.TransformerSpec.from_config(
+        (m.encoder_layers, m.decoder_layers), m.heads, pre_norm=m.pre_norm,
+        activation=common_spec.Activation.RELU)
+    positions = sinusoidal_positions(m.max_positions, m.d_model).numpy()
+    embed = w["embed.weight"].numpy()
+    for side, stack in (("encoder", spec.encoder), ("decoder", spec.decoder)):
+        embeddings = stack.embeddings[0] if side == "encoder" else stack.embeddings
+        embeddings.weight = embed
+        stack.scale_embeddings = True  # x * sqrt(d_model), d_model = the embedding width
+        stack.position_encodings.encodings = positions
+        for i, layer in enumerate(stack.layer):
+            _set_layer(layer, w, f"{side}_layers.{i}.", m.d_model, decoder=side == "decoder")
+        if m.pre_norm:
+            _norm(stack.layer_norm, w, side + "_norm")
+    spec.decoder.projection.weight = embed  # tied output projection, no bias
+
+    # Our translate: source = pieces + EOS (no BOS); the decoder starts from BOS.
+    spec.config.add_source_bos = False
+    spec.config.add_source_eos = True
+    spec.config.decoder_start_token = vocab.piece("bos")
+    spec.config.bos_token = vocab.piece("bos")
+    spec.config.eos_token = vocab.piece("eos")
+    spec.config.unk_token = vocab.piece("unk")
+    spec.config.layer_norm_epsilon = LAYER_NORM_EPS
+    spec.register_source_vocabulary(vocab.pieces)
+    spec.register_target_vocabulary(vocab.pieces)
+    # The SentencePiece model travels with the model, so the directory is all a user needs.
+    spec.register_file(vocab.spm_path, "spm.model")
+    return spec
+
+
+class NmtrainConverter(Converter):
+    """CTranslate2 converter for one loaded nmtrain checkpoint and its vocabulary."""
+
+    def __init__(self, ckpt, vocab):
+        self._ckpt, self._vocab = ckpt, vocab
+
+    def _load(self):
+        with torch.no_grad():
+            return build_spec(self._ckpt, self._vocab)

@@ -1,0 +1,54 @@
+"""The vocabulary a checkpoint was trained with: the shard directory's manifest.json
+(data/manifest.h) and its SentencePiece model, checked against the checkpoint the way
+checkpoint/model_setup.cpp does (same SHA-256, same language pair, same size)."""
+import json
+import os
+from dataclasses import dataclass
+
+import sentencepiece
+
+from nmtrain_checkpoint import BadInput, sha256_file
+
+
+@dataclass
+class Vocab:
+    spm_path: str
+    pieces: list    # piece of every id, in id order: CTranslate2's vocabulary is id-ordered too
+    special: dict   # {"pad", "unk", "bos", "eos"} -> id, from the manifest
+    src_lang: str
+    tgt_lang: str
+
+    def piece(self, name):
+        return self.pieces[self.special[name]]
+
+
+def load(shard_dir, ckpt):
+    manifest_path = os.path.join(shard_dir, "manifest.json")
+    if not os.path.isfile(manifest_path):
+        raise BadInput(f"{shard_dir}: no manifest.json there (give the shard directory the checkpoint was "
+                       "trained on: --shard-dir, or --config with data.shard_dir)")
+    try:
+        with open(manifest_path, encoding="utf-8") as f:
+            manifest = json.load(f)
+        spm_path = os.path.join(shard_dir, manifest["spm_model"])
+        special = {k: int(manifest["special_ids"][k]) for k in ("pad", "unk", "bos", "eos")}
+        size, want_sha = int(manifest["vocab_size"]), manifest["spm_sha256"]
+        src_lang, tgt_lang = manifest["src_lang"], manifest["tgt_lang"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise BadInput(f"{manifest_path}: not a readable manifest ({type(e).__name__}: {e})") from None
+    if want_sha != ckpt.vocab_sha256:
+        raise BadInput(f"{ckpt.path}: field 'vocab_sha256' ({ckpt.vocab_sha256[:12]}...) differs from the "
+                       f"vocabulary of {shard_dir} ({want_sha[:12]}...): the checkpoint was trained on other data")
+    if not os.path.isfile(spm_path) or sha256_file(spm_path) != want_sha:
+        raise BadInput(f"{spm_path}: missing, or its SHA-256 differs from {manifest_path}'s spm_sha256")
+    data = ckpt.config.get("data") or {}
+    for key, theirs in (("src_lang", src_lang), ("tgt_lang", tgt_lang)):
+        if data.get(key, theirs) != theirs:
+            raise BadInput(f"{ckpt.path}: config key 'data.{key}' = '{data.get(key)}' but {manifest_path} "
+                           f"records '{theirs}': the shards were made for {src_lang}->{tgt_lang}")
+    sp = sentencepiece.SentencePieceProcessor(model_file=spm_path)
+    pieces = [sp.id_to_piece(i) for i in range(sp.get_piece_size())]
+    if len(pieces) != size or size != ckpt.model.vocab_size:
+        raise BadInput(f"{spm_path}: {len(pieces)} pieces, manifest vocab_size {size}, checkpoint embedding "
+                       f"{ckpt.model.vocab_size} rows: they must be equal")
+    return Vocab(spm_path=spm_path, pieces=pieces, special=special, src_lang=src_lang, tgt_lang=tgt_lang)
