@@ -5,6 +5,8 @@
 #include <limits>
 #include <numeric>
 
+#include "eval/top_candidates.h"
+
 namespace nmt::eval {
 namespace {
 
@@ -20,15 +22,6 @@ std::vector<int64_t> max_lengths(const torch::Tensor& src, const SearchOptions& 
   return out;
 }
 
-// A step's logits -> their log-normalizer [rows, 1], over the whole vocabulary as the
-// model defines the distribution; then pad and BOS are ruled out in `logits` (-inf).
-// Only the candidates search keeps are normalized: no [rows, vocab] log-softmax is written.
-torch::Tensor normalizer_and_constrain(torch::Tensor& logits, const SearchOptions& opt) {
-  torch::Tensor lse = logits.logsumexp(1, /*keepdim=*/true);
-  logits.index_fill_(1, torch::tensor({opt.pad, opt.bos}, torch::kInt64).to(logits.device()), kNegInf);
-  return lse;
-}
-
 double normalize(double score, size_t tokens, double lenpen) {
   return score / std::pow(static_cast<double>(tokens + 1), lenpen);
 }
@@ -38,11 +31,23 @@ torch::Tensor on_device(const std::vector<int64_t>& values, const torch::Device&
   return torch::tensor(values, torch::kInt64).to(device);
 }
 
+// Per decoder row (sentence `sentences[p]` owns rows p * per_sentence ...): EOS where the
+// sentence has reached its length limit at step t, else -1; empty when no row has.
+std::vector<int64_t> forced_eos(const std::vector<int64_t>& sentences, int64_t per_sentence, int64_t t,
+                                const std::vector<int64_t>& limit, const SearchOptions& opt) {
+  std::vector<int64_t> forced;
+  for (size_t p = 0; p < sentences.size(); ++p) {
+    if (t < limit[sentences[p]]) continue;
+    if (forced.empty()) forced.assign(sentences.size() * per_sentence, -1);
+    std::fill_n(forced.begin() + static_cast<std::ptrdiff_t>(p * per_sentence), per_sentence, opt.eos);
+  }
+  return forced;
+}
+
 }  // namespace
 
 // Speed (bench/decode): sentences that have finished leave the batch, so each step runs
-// only the live ones; only the few numbers the host needs (best token and its score per
-// row) cross from the device.
+// only the live ones; only each row's best token and its log-probability reach the host.
 std::vector<std::vector<Hypothesis>> greedy_search(model::TransformerImpl& model, const torch::Tensor& src,
                                                    const SearchOptions& opt) {
   torch::NoGradGuard no_grad;
@@ -55,29 +60,15 @@ std::vector<std::vector<Hypothesis>> greedy_search(model::TransformerImpl& model
   std::iota(rows.begin(), rows.end(), 0);
   torch::Tensor prev = torch::full({batch}, opt.bos, torch::TensorOptions().dtype(torch::kInt64).device(device));
   for (int64_t t = 0; !rows.empty(); ++t) {
-    torch::Tensor logits = model.decode_step_logits(prev, state);
-    const torch::Tensor lse = normalizer_and_constrain(logits, opt);
-    auto [best_dev, idx_dev] = logits.max(1);
-    const torch::Tensor best = (best_dev - lse.squeeze(1)).cpu(), idx = idx_dev.cpu();
-    // At the length limit only EOS may follow: its score is fetched for those rows alone.
-    std::vector<int64_t> at_limit;
-    for (size_t r = 0; r < rows.size(); ++r)
-      if (t >= limit[rows[r]]) at_limit.push_back(static_cast<int64_t>(r));
-    torch::Tensor eos_lp;
-    if (!at_limit.empty()) {
-      const torch::Tensor rows_at_limit = on_device(at_limit, device);
-      eos_lp = (logits.index_select(0, rows_at_limit).select(1, opt.eos) - lse.index_select(0, rows_at_limit).squeeze(1)).cpu();
-    }
-    auto b = best.accessor<float, 1>();
-    auto k = idx.accessor<int64_t, 1>();
+    const torch::Tensor logits = model.decode_step_logits(prev, state);
+    const Candidates best = top_candidates(logits, 1, {opt.pad, opt.bos}, forced_eos(rows, 1, t, limit, opt));
+    auto lp = best.log_probs.accessor<float, 2>();
+    auto tok = best.tokens.accessor<int64_t, 2>();
     std::vector<int64_t> keep, next, kept_rows;
-    size_t forced = 0;
     for (size_t r = 0; r < rows.size(); ++r) {
       Hypothesis& h = hyp[rows[r]];
-      const bool limited = forced < at_limit.size() && at_limit[forced] == static_cast<int64_t>(r);
-      const int64_t token = limited ? opt.eos : k[static_cast<int64_t>(r)];
-      h.score += limited ? eos_lp[static_cast<int64_t>(forced)].item<float>() : b[static_cast<int64_t>(r)];
-      forced += limited;
+      const int64_t token = tok[static_cast<int64_t>(r)][0];
+      h.score += lp[static_cast<int64_t>(r)][0];
       if (token == opt.eos) {
         h.normalized = normalize(h.score, h.tokens.size(), opt.lenpen);
         continue;
@@ -97,10 +88,12 @@ std::vector<std::vector<Hypothesis>> greedy_search(model::TransformerImpl& model
   return out;
 }
 
-// Rows are (live sentence, beam) pairs: row = position * k + beam. Finished sentences
-// leave the batch; the source side is kept once per sentence (DecoderState::beams), so
-// reordering beams moves only the self-attention caches; the top 2k candidates of each
-// sentence are chosen on the device and only they cross to the host.
+// Rows are (live sentence, beam) pairs: row = position * k + beam. The first step runs one
+// row per sentence (all its beams would be the same) and expands to k rows after it, as
+// CTranslate2 does. Finished sentences leave the batch; the source side is kept once per
+// sentence (DecoderState::beams), so reordering beams moves only the self-attention caches.
+// Each row's best 2k tokens come to the host (top_candidates), where a sentence's k * 2k
+// continuations are ranked.
 std::vector<std::vector<Hypothesis>> beam_search(model::TransformerImpl& model, const torch::Tensor& src,
                                                  const SearchOptions& opt) {
   torch::NoGradGuard no_grad;
@@ -108,79 +101,68 @@ std::vector<std::vector<Hypothesis>> beam_search(model::TransformerImpl& model, 
   const torch::Device device = src.device();
   const auto limit = max_lengths(src, opt, model.config().max_positions);
   model::DecoderState state = model.start_decoding(src);
-  state.beams = k;  // the source side stays one per sentence
 
   struct Beam {
     std::vector<int64_t> tokens;
     double score = 0;
   };
-  std::vector<std::vector<Beam>> live(batch, std::vector<Beam>(k));
+  std::vector<std::vector<Beam>> live(batch, std::vector<Beam>(1));  // one row per sentence at step 0
   std::vector<std::vector<Hypothesis>> finished(batch);
-  // At step 0 all beams of a sentence are the same: keep only beam 0 so the first
-  // expansion does not pick k copies of one token.
-  for (auto& beams : live)
-    for (int64_t j = 1; j < k; ++j) beams[j].score = kNegInf;
   std::vector<int64_t> active(batch);  // active[p]: the sentence at position p
   std::iota(active.begin(), active.end(), 0);
 
-  torch::Tensor prev = torch::full({batch * k}, opt.bos, torch::TensorOptions().dtype(torch::kInt64).device(device));
+  struct Candidate {
+    double score;
+    int64_t beam, token;
+    float log_prob;
+  };
+  torch::Tensor prev = torch::full({batch}, opt.bos, torch::TensorOptions().dtype(torch::kInt64).device(device));
   for (int64_t t = 0; !active.empty(); ++t) {
     const auto n = static_cast<int64_t>(active.size());
-    torch::Tensor logits = model.decode_step_logits(prev, state);  // [n * k, vocab]
-    const torch::Tensor lse = normalizer_and_constrain(logits, opt);
-    std::vector<int64_t> at_limit;  // rows of sentences at their limit: only EOS continues them
-    for (int64_t p = 0; p < n; ++p)
-      if (t >= limit[active[p]])
-        for (int64_t j = 0; j < k; ++j) at_limit.push_back(p * k + j);
-    if (!at_limit.empty()) {
-      const torch::Tensor rows = on_device(at_limit, device);
-      const torch::Tensor eos_logits = logits.select(1, opt.eos).index_select(0, rows);
-      logits.index_fill_(0, rows, kNegInf);
-      logits.select(1, opt.eos).index_copy_(0, rows, eos_logits);
-    }
-    // A sentence's best 2k continuations (up to k may end in EOS) are among the best 2k
-    // of each of its k rows: rank those k * 2k by total score, on the device.
-    const int64_t per_row = std::min<int64_t>(2 * k, logits.size(1)), width = k * per_row;
-    const int64_t kept = std::min<int64_t>(2 * k, width);
-    auto [row_top, row_token] = logits.topk(per_row, 1);  // [n * k, per_row]
-    const torch::Tensor row_lp = row_top - lse;           // log-probabilities of the kept
-    std::vector<float> base(n * k);
-    for (int64_t p = 0; p < n; ++p)
-      for (int64_t j = 0; j < k; ++j) base[p * k + j] = static_cast<float>(live[active[p]][j].score);
-    const torch::Tensor cand = (row_lp + torch::tensor(base).to(device).unsqueeze(1)).view({n, width});
-    auto [top_dev, at_dev] = cand.topk(kept, 1);  // [n, kept]; at = beam * per_row + rank in its row
-    // Scores are summed on the host in double from the chosen tokens' own log-probabilities,
-    // as a teacher-forced pass would.
-    const torch::Tensor top = top_dev.cpu(), at = at_dev.cpu();
-    const torch::Tensor tokens = row_token.view({n, width}).gather(1, at_dev).cpu();
-    const torch::Tensor picked = row_lp.view({n, width}).gather(1, at_dev).cpu();
-    auto ts = top.accessor<float, 2>();
-    auto ta = at.accessor<int64_t, 2>();
-    auto tt = tokens.accessor<int64_t, 2>();
-    auto lp = picked.accessor<float, 2>();
+    const int64_t beams = t == 0 ? 1 : k;  // decoder rows per sentence in this step
+    state.beams = beams;
+    const torch::Tensor logits = model.decode_step_logits(prev, state);  // [n * beams, vocab]
+    // A sentence's best 2k continuations (up to k may end in EOS) are among the best 2k of
+    // each of its rows.
+    const int64_t per_row = 2 * k;
+    const Candidates cand = top_candidates(logits, per_row, {opt.pad, opt.bos}, forced_eos(active, beams, t, limit, opt));
+    auto lp = cand.log_probs.accessor<float, 2>();
+    auto tok = cand.tokens.accessor<int64_t, 2>();
 
     std::vector<int64_t> keep_positions, origin, next;
+    std::vector<Candidate> ranked;
     for (int64_t p = 0; p < n; ++p) {
       const int64_t s = active[p];
+      ranked.clear();
+      for (int64_t j = 0; j < beams; ++j) {
+        const double base = live[s][j].score;
+        if (base == kNegInf) continue;  // a placeholder beam (fewer than k continued)
+        for (int64_t c = 0; c < per_row; ++c) {
+          const float l = lp[p * beams + j][c];
+          if (l == -std::numeric_limits<float>::infinity()) break;
+          ranked.push_back({base + static_cast<double>(l), j, tok[p * beams + j][c], l});
+        }
+      }
+      // Best first; equal scores keep the order above (beam, then the row's rank).
+      const auto kept = std::min<size_t>(ranked.size(), static_cast<size_t>(2 * k));
+      std::stable_sort(ranked.begin(), ranked.end(), [](const Candidate& a, const Candidate& b) { return a.score > b.score; });
       std::vector<Beam> fresh;
       std::vector<int64_t> fresh_origin;
-      for (int64_t c = 0; c < kept && static_cast<int64_t>(fresh.size()) < k; ++c) {
-        if (ts[p][c] == -std::numeric_limits<float>::infinity()) break;
-        const int64_t beam = ta[p][c] / per_row, token = tt[p][c];
-        const Beam& from = live[s][beam];
-        const double score = from.score + static_cast<double>(lp[p][c]);
-        if (token == opt.eos) {
+      for (size_t c = 0; c < kept && static_cast<int64_t>(fresh.size()) < k; ++c) {
+        const Candidate& x = ranked[c];
+        const Beam& from = live[s][x.beam];
+        if (x.token == opt.eos) {
           // fairseq's rule (eos_mask[:, :beam_size]), CTranslate2's too: a hypothesis ends only
           // when its EOS is among the k best candidates; one ranked lower would fill the
           // finished list with poor hypotheses and stop the search early.
-          if (c < k && static_cast<int64_t>(finished[s].size()) < k)
-            finished[s].push_back({from.tokens, score, normalize(score, from.tokens.size(), opt.lenpen)});
+          if (static_cast<int64_t>(c) < k && static_cast<int64_t>(finished[s].size()) < k)
+            finished[s].push_back({from.tokens, x.score, normalize(x.score, from.tokens.size(), opt.lenpen)});
         } else {
-          Beam b{from.tokens, score};
-          b.tokens.push_back(token);
+          Beam b{from.tokens, x.score};
+          b.tokens.push_back(x.token);
           fresh.push_back(std::move(b));
-          fresh_origin.push_back(p * k + beam);
-          next.push_back(token);
+          fresh_origin.push_back(p * beams + x.beam);
+          next.push_back(x.token);
         }
       }
       // fairseq's rule: a sentence is finished once it has k complete hypotheses.
@@ -189,8 +171,8 @@ std::vector<std::vector<Hypothesis>> beam_search(model::TransformerImpl& model, 
         continue;
       }
       for (auto j = static_cast<int64_t>(fresh.size()); j < k; ++j) {
-        fresh.push_back({{}, kNegInf});  // its score keeps it out of every top-k
-        fresh_origin.push_back(p * k);
+        fresh.push_back({{}, kNegInf});  // its score keeps it out of every ranking
+        fresh_origin.push_back(p * beams);
         next.push_back(opt.eos);
       }
       live[s] = std::move(fresh);
@@ -200,7 +182,7 @@ std::vector<std::vector<Hypothesis>> beam_search(model::TransformerImpl& model, 
     if (keep_positions.empty()) break;
     torch::Tensor shared;  // the source side (one row per sentence) moves only when sentences leave
     if (static_cast<int64_t>(keep_positions.size()) < n) shared = on_device(keep_positions, device);
-    state.select(on_device(origin, device), shared);
+    state.select(on_device(origin, device), shared);  // after step 0 this expands 1 row to k
     std::vector<int64_t> still;
     for (int64_t p : keep_positions) still.push_back(active[p]);
     active = std::move(still);

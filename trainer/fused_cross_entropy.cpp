@@ -7,29 +7,13 @@
 #include <cstdint>
 
 #include "model/cpu_clones.h"
+#include "model/fast_exp.h"
 
 namespace nmt::trainer {
 
 namespace {
 
-// exp(x) for x <= 0 (every argument here is a logit minus the row's max or log-sum-exp),
-// written so that the compiler vectorises the loops calling it: Cephes' expf polynomial,
-// within 2 ulp of std::exp. Arguments below -87 return ~1e-38 instead of 0 or a denormal,
-// which is nothing next to the row's sum (at least 1).
-inline float exp_nonpositive(float x) {
-  x = x < -87.0f ? -87.0f : x;  // a value select, not std::max's reference: keeps the loop vectorisable
-  const float n = std::floor(x * 1.44269504088896341f + 0.5f);
-  const float r = x - n * 0.693359375f + n * 2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;  // 2^n, n in [-126, 0]
-  return p * __builtin_bit_cast(float, bits);
-}
+using model::exp_nonpositive;
 
 struct RowStats {
   float max, sum_exp, sum_shifted;  // max_j z_j, sum_j exp(z_j - max), sum_j (z_j - max)
