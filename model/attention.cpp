@@ -1,5 +1,7 @@
 #include "model/attention.h"
 
+#include "model/decode_attention.h"
+
 namespace nmt::model {
 
 torch::Tensor padding_mask(const torch::Tensor& tokens, int64_t pad) {
@@ -40,6 +42,7 @@ torch::Tensor MultiHeadAttentionImpl::split_heads(const torch::Tensor& x) const 
 
 torch::Tensor MultiHeadAttentionImpl::attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                              const torch::Tensor& mask) {
+  if (use_decode_attention(q, mask, is_training())) return out_proj(decode_attention(q, k, v, mask));
   // [b, h, tq, dk] -> [b, tq, d]
   torch::Tensor out = at::scaled_dot_product_attention(q, k, v, mask.defined() ? std::optional<at::Tensor>(mask) : std::nullopt,
                                                        is_training() ? dropout_ : 0.0);

@@ -1,0 +1,23 @@
+#pragma once
+// Attention of a decoding step on the CPU: a few queries per (sentence, head) against the
+// cached keys and values. LibTorch's scaled_dot_product_attention pays a fixed cost per
+// (row, head) pair that dwarfs the work when there is one query and a dozen keys (bench/
+// README.md: ~2 us per pair, a quarter of a decoder layer's time at beam 5); this kernel
+// does the dot products, softmax and weighted sum per pair in registers, and writes the
+// heads already merged, as the output projection reads them.
+#include <torch/torch.h>
+
+namespace nmt::model {
+
+// q: [B, H, Tq, D], k and v: [B, H, Tk, D], float32 CPU, each with its last dimension
+// contiguous (head views of [B, T, H * D] projections and cache slices qualify);
+// key_mask: undefined, or bool [B, 1, 1, Tk] with true = may attend. Returns softmax(q k^T /
+// sqrt(D)) v as [B, Tq, H * D]. A query with no key to attend to gets zeros.
+torch::Tensor decode_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                               const torch::Tensor& key_mask);
+
+// Whether decode_attention applies: inference (no gradient, no dropout) on the CPU in
+// float32 with few queries per pair, where it beats LibTorch's kernel.
+bool use_decode_attention(const torch::Tensor& q, const torch::Tensor& key_mask, bool training);
+
+}  // namespace nmt::model

@@ -1,0 +1,61 @@
+// The decoding step's attention kernel (model/decode_attention) against LibTorch's
+// scaled_dot_product_attention, on the layouts decoding hands it.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "model/decode_attention.h"
+
+namespace nmt::model {
+namespace {
+
+// LibTorch's result in the kernel's layout: [B, H, Tq, D] -> [B, Tq, H * D].
+torch::Tensor reference(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& mask) {
+  const torch::Tensor o = at::scaled_dot_product_attention(q, k, v, mask.defined() ? std::optional<at::Tensor>(mask) : std::nullopt);
+  return o.transpose(1, 2).reshape({q.size(0), q.size(2), q.size(1) * q.size(3)});
+}
+
+TEST(DecodeAttention, MatchesScaledDotProductAttentionOnHeadViewsAndCacheSlices) {
+  torch::manual_seed(11);
+  torch::NoGradGuard no_grad;
+  const int64_t batch = 7, heads = 4, d = 64;
+  for (int64_t tq : {1, 5})
+    for (int64_t tk : {1, 13, 40}) {
+      // q as the head view of a [B, Tq, H * D] projection (strided), k and v as slices of a
+      // longer cache, as decoding passes them.
+      const torch::Tensor q = torch::randn({batch, tq, heads * d}).view({batch, tq, heads, d}).transpose(1, 2);
+      const torch::Tensor k = torch::randn({batch, heads, tk + 6, d}).slice(2, 0, tk);
+      const torch::Tensor v = torch::randn({batch, heads, tk + 6, d}).slice(2, 0, tk);
+      const torch::Tensor got = decode_attention(q, k, v, torch::Tensor());
+      EXPECT_LT((got - reference(q, k, v, torch::Tensor())).abs().max().item<float>(), 2e-6) << tq << " x " << tk;
+      // A padding mask over the keys: each sentence keeps its first `len` keys.
+      torch::Tensor mask = torch::zeros({batch, 1, 1, tk}, torch::kBool);
+      for (int64_t b = 0; b < batch; ++b) mask[b].slice(-1, 0, 1 + (b * 5) % tk).fill_(true);
+      const torch::Tensor masked = decode_attention(q, k, v, mask);
+      EXPECT_LT((masked - reference(q, k, v, mask)).abs().max().item<float>(), 2e-6) << tq << " x " << tk << " masked";
+    }
+}
+
+TEST(DecodeAttention, LargeScoresStayFiniteAndAllMaskedQueriesGetZeros) {
+  torch::NoGradGuard no_grad;
+  const torch::Tensor q = torch::full({1, 1, 1, 8}, 30.0f), k = torch::randn({1, 1, 3, 8}) * 30.0, v = torch::randn({1, 1, 3, 8});
+  EXPECT_LT((decode_attention(q, k, v, torch::Tensor()) - reference(q, k, v, torch::Tensor())).abs().max().item<float>(), 1e-5);
+  const torch::Tensor none = torch::zeros({1, 1, 1, 3}, torch::kBool);
+  EXPECT_TRUE(decode_attention(q, k, v, none).eq(0).all().item<bool>());
+}
+
+TEST(DecodeAttention, AppliesOnlyToInferenceOnTheCpuWithFewQueries) {
+  const torch::Tensor q = torch::zeros({2, 4, 1, 8});
+  {
+    torch::NoGradGuard no_grad;
+    EXPECT_TRUE(use_decode_attention(q, torch::Tensor(), /*training=*/false));
+    EXPECT_TRUE(use_decode_attention(q, torch::ones({2, 1, 1, 3}, torch::kBool), false));
+    EXPECT_FALSE(use_decode_attention(q, torch::Tensor(), /*training=*/true));
+    EXPECT_FALSE(use_decode_attention(torch::zeros({2, 4, 17, 8}), torch::Tensor(), false));  // an encoder's queries
+    EXPECT_FALSE(use_decode_attention(q, torch::ones({2, 1, 1, 1}, torch::kBool).expand({2, 1, 1, 1}).repeat({1, 1, 3, 1}), false));
+    EXPECT_FALSE(use_decode_attention(q.to(torch::kFloat64), torch::Tensor(), false));
+  }
+  EXPECT_FALSE(use_decode_attention(q, torch::Tensor(), false));  // gradients on: autograd needs LibTorch's op
+}
+
+}  // namespace
+}  // namespace nmt::model
