@@ -20,12 +20,19 @@ struct OptimConfig {
   double label_smoothing = 0.1;   // epsilon of the label-smoothed cross-entropy
 };
 
+// The learning-rate schedule's shape (trainer/lr_schedule.h has the formulas).
+enum class ScheduleType { kNoam, kInverseSqrt, kConstant, kCosine, kLinear };
+
 struct ScheduleConfig {
-  std::string type = "noam";      // noam|inverse_sqrt|constant
+  ScheduleType type = ScheduleType::kNoam;  // noam|inverse_sqrt|constant|cosine|linear
   int64_t warmup_updates = 4000;  // linear warmup length in updates
   double factor = 1.0;            // noam: lr = factor * d_model^-0.5 * min(u^-0.5, u * warmup^-1.5)
   double lr = 5e-4;               // inverse_sqrt / constant: peak learning rate
-  double warmup_init_lr = 0.0;    // inverse_sqrt: learning rate at update 0
+  double warmup_init_lr = 0.0;    // inverse_sqrt, cosine, linear: learning rate at update 0
+  // cosine / linear: after the warmup, decay from lr to min_lr at update total_updates
+  // (0 = train.max_updates), so that a run's schedule ends where its budget ends.
+  int64_t total_updates = 0;
+  double min_lr = 0.0;
 };
 
 struct TrainConfig {

@@ -49,6 +49,21 @@ struct OneOf {
 };
 struct Any {};
 
+// A fixed choice: its YAML text is one of the names, parsed once into the enum value.
+template <typename E>
+struct Choice {
+  std::vector<std::pair<std::string, E>> names;
+  std::string allowed() const {
+    std::string out;
+    for (const auto& [name, value] : names) out += (out.empty() ? "" : ", ") + name;
+    return out;
+  }
+};
+// Thrown by Field::set for a name that is not among a Choice's; set_field adds the context.
+struct UnknownChoice {
+  std::string allowed;
+};
+
 template <typename T, typename Get, typename Rule>
 Field make_field(std::string key, Get get, Rule rule) {
   Field f;
@@ -78,10 +93,37 @@ Field make_field(std::string key, Get get, Rule rule) {
   return f;
 }
 
+template <typename E, typename Get>
+Field make_choice_field(std::string key, Get get, Choice<E> choice) {
+  Field f;
+  f.key = std::move(key);
+  f.type = "string";  // printed and overridden as the name, like any string key
+  f.set = [get, choice](Config& c, const YAML::Node& n) {
+    if (!n.IsScalar()) throw YAML::TypedBadConversion<std::string>(n.Mark());
+    const std::string text = n.as<std::string>();
+    for (const auto& [name, value] : choice.names)
+      if (name == text) {
+        get(c) = value;
+        return;
+      }
+    throw UnknownChoice{choice.allowed()};
+  };
+  f.text = [get, choice](const Config& c) {
+    for (const auto& [name, value] : choice.names)
+      if (value == get(const_cast<Config&>(c))) return name;
+    return std::string("?");
+  };
+  f.problem = [](const Config&) { return std::string(); };
+  return f;
+}
+
 constexpr double kInf = 1e300;
 
 #define NMT_FIELD(section, name, rule) \
   make_field<decltype(Config{}.section.name)>(#section "." #name, [](Config& c) -> auto& { return c.section.name; }, rule)
+#define NMT_CHOICE(section, name, ...)                                                                    \
+  make_choice_field(#section "." #name, [](Config& c) -> auto& { return c.section.name; },                \
+                    Choice<decltype(Config{}.section.name)>{__VA_ARGS__})
 
 const std::vector<Field>& fields() {
   static const std::vector<Field> all = {
@@ -107,6 +149,10 @@ const std::vector<Field>& fields() {
       NMT_FIELD(model, dropout, (Range{0, 0.999})),
       NMT_FIELD(model, attention_dropout, (Range{0, 0.999})),
       NMT_FIELD(model, activation_dropout, (Range{0, 0.999})),
+      NMT_FIELD(model, source_word_dropout, (Range{0, 0.999})),
+      NMT_FIELD(model, target_word_dropout, (Range{0, 0.999})),
+      NMT_FIELD(model, encoder_layerdrop, (Range{0, 0.999})),
+      NMT_FIELD(model, decoder_layerdrop, (Range{0, 0.999})),
       NMT_FIELD(model, pre_norm, Any{}),
       NMT_FIELD(model, max_positions, (Range{2, 1e7})),
       NMT_FIELD(optim, beta1, (Range{0, 0.999999})),
@@ -115,11 +161,18 @@ const std::vector<Field>& fields() {
       NMT_FIELD(optim, weight_decay, (Range{0, 1})),
       NMT_FIELD(optim, clip_norm, (Range{0, kInf})),
       NMT_FIELD(optim, label_smoothing, (Range{0, 0.999})),
-      NMT_FIELD(schedule, type, (OneOf{{"noam", "inverse_sqrt", "constant"}})),
+      NMT_CHOICE(schedule, type,
+                 {{"noam", ScheduleType::kNoam},
+                  {"inverse_sqrt", ScheduleType::kInverseSqrt},
+                  {"constant", ScheduleType::kConstant},
+                  {"cosine", ScheduleType::kCosine},
+                  {"linear", ScheduleType::kLinear}}),
       NMT_FIELD(schedule, warmup_updates, (Range{0, 1e12})),
       NMT_FIELD(schedule, factor, (Range{0, kInf})),
       NMT_FIELD(schedule, lr, (Range{0, kInf})),
       NMT_FIELD(schedule, warmup_init_lr, (Range{0, kInf})),
+      NMT_FIELD(schedule, total_updates, (Range{0, 1e15})),
+      NMT_FIELD(schedule, min_lr, (Range{0, kInf})),
       NMT_FIELD(train, seed, (Range{0, 9.2e18})),
       NMT_FIELD(train, threads, (Range{1, 1024})),
       NMT_FIELD(train, max_updates, (Range{0, 1e15})),
@@ -165,6 +218,7 @@ const std::vector<Field>& fields() {
   return all;
 }
 #undef NMT_FIELD
+#undef NMT_CHOICE
 
 const Field* find_field(const std::string& key) {
   for (const Field& f : fields())
@@ -190,6 +244,9 @@ void set_field(Config& cfg, const std::string& key, const YAML::Node& value, con
     f->set(cfg, value);
   } catch (const YAML::Exception&) {
     throw ConfigError(fmt::format("config key '{}' = {} ({}): expected a {}", key, scalar_or_shape(value), origin, f->type));
+  } catch (const UnknownChoice& e) {
+    throw ConfigError(fmt::format("config key '{}' = {} ({}): must be one of: {}", key, scalar_or_shape(value), origin,
+                                  e.allowed));
   }
   cfg.origin[key] = origin;
 }
@@ -267,6 +324,26 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   return from_yaml(root, path, overrides);
 }
 
+namespace {
+
+// A decaying schedule must know where the run ends: its own total_updates or the run's
+// update budget (a time budget cannot place it reproducibly).
+template <typename Fail>
+void check_schedule_budget(const Config& cfg, Fail&& fail) {
+  const ScheduleConfig& s = cfg.schedule;
+  if (s.type != ScheduleType::kCosine && s.type != ScheduleType::kLinear) return;
+  const int64_t total = s.total_updates > 0 ? s.total_updates : cfg.train.max_updates;
+  if (total == 0)
+    fail("schedule.total_updates", "0",
+         "a decaying schedule (cosine, linear) needs schedule.total_updates or train.max_updates");
+  if (total <= s.warmup_updates)
+    fail("schedule.warmup_updates", std::to_string(s.warmup_updates),
+         fmt::format("must be below the schedule's {} updates (schedule.total_updates, else train.max_updates)", total));
+  if (s.min_lr > s.lr) fail("schedule.min_lr", fmt::format("{}", s.min_lr), fmt::format("must not exceed schedule.lr = {}", s.lr));
+}
+
+}  // namespace
+
 void validate(const Config& cfg, Needs needs) {
   auto origin = [&](const std::string& key) {
     auto it = cfg.origin.find(key);
@@ -283,6 +360,7 @@ void validate(const Config& cfg, Needs needs) {
     fail("model.heads", std::to_string(cfg.model.heads), fmt::format("must divide model.d_model = {}", cfg.model.d_model));
   if (cfg.model.d_model % 2 != 0)
     fail("model.d_model", std::to_string(cfg.model.d_model), "must be even (sinusoidal positions)");
+  check_schedule_budget(cfg, fail);
   if (cfg.eval.nbest > cfg.eval.beam)
     fail("eval.nbest", std::to_string(cfg.eval.nbest), fmt::format("must not exceed eval.beam = {}", cfg.eval.beam));
   if (cfg.data.src_lang.empty() || cfg.data.tgt_lang.empty() || cfg.data.src_lang == cfg.data.tgt_lang)

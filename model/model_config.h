@@ -15,6 +15,11 @@ struct ModelConfig {
   double dropout = 0.1;           // dropout on embeddings and residual branches
   double attention_dropout = 0.0; // dropout on attention weights
   double activation_dropout = 0.0;  // dropout after the FFN's ReLU
+  // Low-resource regularisers (model/structured_dropout.h), all off by default:
+  double source_word_dropout = 0.0;  // drop a whole source token embedding with this probability
+  double target_word_dropout = 0.0;  // ... a whole decoder input token embedding
+  double encoder_layerdrop = 0.0;    // skip a whole encoder layer in a training pass (LayerDrop)
+  double decoder_layerdrop = 0.0;    // ... a whole decoder layer
   bool pre_norm = false;          // LayerNorm before each sublayer (true) or after the residual (paper)
   int64_t max_positions = 1024;   // longest sequence the sinusoidal table covers
 };

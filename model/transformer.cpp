@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "model/fused_dropout.h"
+#include "model/structured_dropout.h"
 
 namespace nmt::model {
 
@@ -121,27 +122,30 @@ void TransformerImpl::reset_parameters() {
   embed->weight[config_.pad_id].zero_();
 }
 
-torch::Tensor TransformerImpl::embed_tokens(const torch::Tensor& tokens, int64_t first_position) {
+torch::Tensor TransformerImpl::embed_tokens(const torch::Tensor& tokens, int64_t first_position, double word_drop) {
   const int64_t len = tokens.size(1);
   TORCH_CHECK(first_position + len <= config_.max_positions, "sequence of ", first_position + len,
               " positions exceeds model.max_positions = ", config_.max_positions);
-  auto x = embed(tokens) * std::sqrt(static_cast<double>(config_.d_model)) +
+  auto x = word_dropout(embed(tokens) * std::sqrt(static_cast<double>(config_.d_model)), word_drop, is_training()) +
            positions_.slice(0, first_position, first_position + len);
   return dropout_add(torch::Tensor(), x, config_.dropout, is_training());
 }
 
 torch::Tensor TransformerImpl::encode(const torch::Tensor& src, torch::Tensor* src_mask) {
   *src_mask = padding_mask(src, config_.pad_id);
-  torch::Tensor x = embed_tokens(src, 0);
-  for (const auto& layer : *encoder_layers) x = layer->as<EncoderLayer>()->forward(x, *src_mask);
+  torch::Tensor x = embed_tokens(src, 0, config_.source_word_dropout);
+  for (const auto& layer : *encoder_layers)
+    if (!skip_layer(config_.encoder_layerdrop, is_training())) x = layer->as<EncoderLayer>()->forward(x, *src_mask);
   return config_.pre_norm ? encoder_norm(x) : x;
 }
 
 torch::Tensor TransformerImpl::decode(const torch::Tensor& tgt_in, const torch::Tensor& memory,
                                       const torch::Tensor& memory_mask) {
   const torch::Tensor self_mask = decoder_self_mask(tgt_in, config_.pad_id);
-  torch::Tensor x = embed_tokens(tgt_in, 0);
-  for (const auto& layer : *decoder_layers) x = layer->as<DecoderLayer>()->forward(x, memory, self_mask, memory_mask);
+  torch::Tensor x = embed_tokens(tgt_in, 0, config_.target_word_dropout);
+  for (const auto& layer : *decoder_layers)
+    if (!skip_layer(config_.decoder_layerdrop, is_training()))
+      x = layer->as<DecoderLayer>()->forward(x, memory, self_mask, memory_mask);
   return config_.pre_norm ? decoder_norm(x) : x;
 }
 
@@ -170,7 +174,7 @@ torch::Tensor TransformerImpl::decode_step(const torch::Tensor& tokens, DecoderS
 
 torch::Tensor TransformerImpl::decode_step_logits(const torch::Tensor& tokens, DecoderState& state) {
   // One new position: it may see every cached one, so the self-attention needs no mask.
-  torch::Tensor x = embed_tokens(tokens.view({-1, 1}), state.step);
+  torch::Tensor x = embed_tokens(tokens.view({-1, 1}), state.step, /*word_drop=*/0.0);
   for (auto& layer : state.layers) layer.beams = state.beams;
   for (size_t i = 0; i < decoder_layers->size(); ++i)
     x = decoder_layers[i]->as<DecoderLayer>()->forward(x, state.memory, torch::Tensor(), state.memory_mask,

@@ -110,7 +110,8 @@ class TransformerImpl : public torch::nn::Module {
   torch::nn::LayerNorm encoder_norm{nullptr}, decoder_norm{nullptr};  // pre-norm only
 
  private:
-  torch::Tensor embed_tokens(const torch::Tensor& tokens, int64_t first_position);
+  // Scaled embeddings (with word dropout `word_drop` while training) plus positions.
+  torch::Tensor embed_tokens(const torch::Tensor& tokens, int64_t first_position, double word_drop);
   void reset_parameters();
 
   ModelConfig config_;

@@ -49,8 +49,12 @@ TEST(Config, WrongTypeNamesKeyValueFileAndLine) {
 TEST(Config, OutOfRangeNamesKeyValueFileAndLine) {
   Config cfg = load_config_text("data:\n  max_tokens: -5\n", "x.yaml");
   EXPECT_THROW_WITH(validate(cfg, Needs::kNothing), ConfigError, "data.max_tokens", "'-5'", "x.yaml:2", ">= 2");
-  cfg = load_config_text("schedule:\n  type: cosine\n", "x.yaml");
-  EXPECT_THROW_WITH(validate(cfg, Needs::kNothing), ConfigError, "schedule.type", "'cosine'", "x.yaml:2", "noam");
+  EXPECT_THROW_WITH(load_config_text("schedule:\n  type: cosinus\n", "x.yaml"), ConfigError, "schedule.type",
+                    "'cosinus'", "x.yaml:2", "noam, inverse_sqrt, constant, cosine, linear");
+  cfg = load_config_text("schedule:\n  type: cosine\n  warmup_updates: 100\n", "x.yaml");
+  EXPECT_THROW_WITH(validate(cfg, Needs::kNothing), ConfigError, "schedule.total_updates", "train.max_updates");
+  cfg = load_config_text("schedule:\n  type: linear\n  warmup_updates: 100\ntrain:\n  max_updates: 100\n", "x.yaml");
+  EXPECT_THROW_WITH(validate(cfg, Needs::kNothing), ConfigError, "schedule.warmup_updates", "x.yaml:3", "below");
   cfg = load_config_text("model:\n  d_model: 100\n  heads: 8\n", "x.yaml");
   EXPECT_THROW_WITH(validate(cfg, Needs::kNothing), ConfigError, "model.heads", "'8'", "x.yaml:3", "divide");
 }

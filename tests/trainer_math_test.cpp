@@ -88,7 +88,7 @@ TEST(Loss, FusedKernelRejectsBadInputAndASecondBackward) {
 
 TEST(Schedule, NoamFollowsItsFormula) {
   config::ScheduleConfig c;
-  c.type = "noam";
+  c.type = config::ScheduleType::kNoam;
   c.factor = 2.0;
   c.warmup_updates = 4000;
   LrSchedule s(c, 512);
@@ -102,7 +102,7 @@ TEST(Schedule, NoamFollowsItsFormula) {
 
 TEST(Schedule, InverseSqrtFollowsItsFormula) {
   config::ScheduleConfig c;
-  c.type = "inverse_sqrt";
+  c.type = config::ScheduleType::kInverseSqrt;
   c.lr = 1e-3;
   c.warmup_updates = 100;
   c.warmup_init_lr = 1e-7;
@@ -111,8 +111,33 @@ TEST(Schedule, InverseSqrtFollowsItsFormula) {
   EXPECT_NEAR(s.lr(50), 1e-7 + (1e-3 - 1e-7) * 0.5, 1e-15);
   EXPECT_DOUBLE_EQ(s.lr(100), 1e-3);
   EXPECT_DOUBLE_EQ(s.lr(400), 1e-3 * std::sqrt(100.0 / 400.0));
-  c.type = "constant";
+  c.type = config::ScheduleType::kConstant;
   EXPECT_DOUBLE_EQ(LrSchedule(c, 512).lr(12345), 1e-3);
+}
+
+// Values worked out by hand for lr 1e-3, min_lr 1e-5, warmup 100, total 1100 updates:
+// t = (u - 100) / 1000; cosine keeps (1 + cos(pi t)) / 2 of the 9.9e-4 above min_lr, linear 1 - t.
+TEST(Schedule, CosineAndLinearDecayToMinLrAtTheBudget) {
+  config::ScheduleConfig c;
+  c.lr = 1e-3;
+  c.min_lr = 1e-5;
+  c.warmup_updates = 100;
+  c.type = config::ScheduleType::kCosine;
+  const LrSchedule cosine(c, 512, /*max_updates=*/1100);
+  EXPECT_NEAR(cosine.lr(50), 5e-4, 1e-18);                    // warmup from 0: half way
+  EXPECT_NEAR(cosine.lr(100), 1e-3, 1e-18);                   // peak
+  EXPECT_NEAR(cosine.lr(350), 8.550178566873410e-4, 1e-15);   // t = 1/4: (1 + 0.70710678) / 2 = 0.85355339
+  EXPECT_NEAR(cosine.lr(600), 5.05e-4, 1e-15);                // t = 1/2: half of the way down
+  EXPECT_NEAR(cosine.lr(1100), 1e-5, 1e-18);                  // the budget's last update
+  EXPECT_NEAR(cosine.lr(5000), 1e-5, 1e-18);                  // and beyond (a resumed, extended run)
+  c.type = config::ScheduleType::kLinear;
+  const LrSchedule linear(c, 512, 1100);
+  EXPECT_NEAR(linear.lr(350), 7.525e-4, 1e-15);               // 1e-5 + 9.9e-4 * 0.75
+  EXPECT_NEAR(linear.lr(600), 5.05e-4, 1e-15);
+  EXPECT_NEAR(linear.lr(1100), 1e-5, 1e-18);
+  // schedule.total_updates, when set, wins over the run's budget.
+  c.total_updates = 600;
+  EXPECT_NEAR(LrSchedule(c, 512, 1100).lr(350), 1e-5 + 9.9e-4 * 0.5, 1e-15);
 }
 
 TEST(Adam, MatchesLibTorchAdamW) {

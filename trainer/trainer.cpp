@@ -38,7 +38,7 @@ std::vector<std::pair<std::string, torch::Tensor>> named_params(torch::nn::Modul
 Trainer::Trainer(const config::Config& cfg, const dist::ProcessGroup& group, BleuValidator bleu)
     : cfg_(cfg), group_(group), run_lock_(cfg.train.save_dir, group.is_main()),
       device_(checkpoint::choose_device(cfg.train, group.local_rank())),
-      schedule_(cfg.schedule, cfg.model.d_model), log_(cfg.train.save_dir, group.is_main()), bleu_(std::move(bleu)) {
+      schedule_(cfg.schedule, cfg.model.d_model, cfg.train.max_updates), log_(cfg.train.save_dir, group.is_main()), bleu_(std::move(bleu)) {
   torch::set_num_threads(static_cast<int>(cfg_.train.threads));
   // Under the run lock no other writer exists: every temporary in save_dir is litter of an
   // interrupted run (a checkpoint write cut by SIGKILL, say).
