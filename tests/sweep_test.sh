@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# tools/sweep.py on the toy corpus: a 2-point sweep stopped by SIGTERM while its second point
+# trains, then rerun: the finished point is skipped untouched, the other resumes bit-exactly
+# (its last.pt equals an uninterrupted run's) with the rest of its time budget; the table's
+# numbers are checked against metrics.jsonl and a direct `evaluate`. Also: a point whose
+# overrides changed after it finished, a failing point, and bad sweep files (exit 2, FILE:LINE,
+# nothing written).
+#   sweep_test.sh BUILD_DIR PYTHON
+set -uo pipefail
+build=$(cd "$1" && pwd) python=$2  # absolute: job_env.sh moves to a scratch directory
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+# shellcheck source=tests/job_env.sh
+source "$here/job_env.sh"
+SWEEP=("$python" "$root/tools/sweep.py" --build "$build")
+
+"$python" "$here/make_toy_corpus.py" raw 150
+cat > c.yaml <<'YAML'
+data: {raw_dir: raw, shard_dir: shards, vocab_size: 40, num_shards: 2, max_tokens: 300}
+model: {d_model: 32, ffn_dim: 64, heads: 4, encoder_layers: 1, decoder_layers: 1, dropout: 0.1, attention_dropout: 0.1}
+schedule: {type: inverse_sqrt, lr: 0.002, warmup_updates: 10}
+train: {threads: 1, log_interval: 10, validate_interval_updates: 20, save_interval_updates: 20, keep_last: 0, tensorboard: false}
+YAML
+"$PRE" --config c.yaml > /dev/null 2>&1 || fail preprocess
+
+# Point b's budget is 200 updates or 10 minutes, whichever comes first: its resumed process
+# must get the 10 minutes less the time already spent. (200: room to stop it after update 20.)
+cat > s.sweep <<'EOF'
+# two learning rates
+config c.yaml
+common train.max_updates=100   # every point
+point a schedule.lr=0.005 train.save_interval_updates=10   # averages updates 60-100
+point b schedule.lr=0.003 train.max_updates=200 train.max_minutes=10
+EOF
+
+# --- Stop the sweep while point b trains.
+"${SWEEP[@]}" s.sweep --out sw > sweep1.log 2>&1 &
+pid=$!
+for _ in $(seq 1 1200); do [ -e sw/b/update_20.pt ] && break; sleep 0.05; done
+[ -e sw/b/update_20.pt ] || { cat sweep1.log; fail "point b never wrote update_20.pt"; }
+kill -TERM $pid; wait $pid; rc=$?
+[ $rc -eq 143 ] || { cat sweep1.log; fail "sweep stopped by SIGTERM: exit $rc, expected 143"; }
+[ -e sw/a/result.json ] || fail "point a finished but has no result.json"
+[ ! -e sw/b/result.json ] || fail "point b was stopped but has a result.json"
+grep -q "stopped by signal 15 after update" sw/b/train.out || { tail sw/b/train.out; fail "train did not get the SIGTERM"; }
+stopped=$("$python" -c "import torch; print(torch.load('sw/b/last.pt', weights_only=True)['update'])") || fail "sw/b/last.pt"
+[ "$stopped" -lt 200 ] || fail "point b finished before the SIGTERM (update $stopped): the test lost its race"
+echo "ok: SIGTERM during point b: exit 143, a finished, b stopped at update $stopped without result.json"
+
+# --- Dry run now: a skipped, b resumed with the rest of its 10 minutes; nothing written.
+wall() {  # wall DIR: training seconds of every process of a run, summed (metrics.jsonl)
+  "$python" - "$1/metrics.jsonl" <<'PY'
+import json, sys
+walls = []
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r["event"] == "start":
+        walls.append(0.0)
+    elif r["event"] in ("train", "valid"):
+        walls[-1] = max(walls[-1], r["wall_s"])
+print(repr(sum(walls)))
+PY
+}
+listing() { find sw -printf '%p %s %T@\n' | sort; }
+listing > before.txt
+"${SWEEP[@]}" s.sweep --out sw --dry-run > dry.txt 2>&1 || { cat dry.txt; fail "dry run"; }
+listing | cmp -s - before.txt || fail "--dry-run changed sw/"
+left=$("$python" -c "print(f'{10 - $(wall sw/b) / 60:.3f}')")
+grep -q "^# point a: finished" dry.txt || { cat dry.txt; fail "dry run: a not skipped"; }
+grep -q "train.max_minutes=$left train.save_dir=sw/b --resume auto" dry.txt || { cat dry.txt; fail "dry run: no train.max_minutes=$left"; }
+echo "ok: --dry-run writes nothing, skips a, resumes b with train.max_minutes=$left"
+
+# --- Rerun: a untouched, b resumed and finished.
+keep() { for f in sw/a/result.json sw/a/averaged.pt sw/a/val.hyp; do echo "$f $(stat -c %y "$f") $(sha256sum < "$f")"; done; }
+keep > a_before.txt
+"${SWEEP[@]}" s.sweep --out sw > sweep2.log 2>&1 || { cat sweep2.log; fail "rerun of the sweep"; }
+grep -q "point a: finished (sw/a/result.json), skipped" sweep2.log || { cat sweep2.log; fail "a not skipped"; }
+keep | cmp -s - a_before.txt || fail "the rerun touched point a's files"
+grep -q "resumed from sw/b/last.pt at update $stopped" sw/b/train.out || { tail sw/b/train.out; fail "b not resumed from last.pt"; }
+grep -q "train.max_minutes=$left train.save_dir=sw/b --resume auto" sweep2.log || fail "b resumed without the rest of its budget"
+"$python" - <<'PY' || fail "metrics.jsonl of b: expected a first and a resumed start"
+import json
+starts = [r for r in map(json.loads, open("sw/b/metrics.jsonl")) if r["event"] == "start"]
+assert [s["resumed"] for s in starts] == [False, True], starts
+PY
+echo "ok: rerun skipped a (files unchanged) and resumed b at update $stopped"
+
+# b's last.pt against the same point trained without a stop.
+"$TRAIN" --config c.yaml train.max_updates=100 schedule.lr=0.003 train.max_updates=200 train.max_minutes=10 \
+  train.save_dir=straight > straight.log 2>&1 || { tail straight.log; fail "uninterrupted run of b"; }
+same straight/last.pt sw/b/last.pt
+
+# --- The table against metrics.jsonl and a direct evaluate of each averaged.pt.
+for p in a b; do
+  read -ra own <<< "$(grep "^point $p " s.sweep | sed 's/ *#.*//' | cut -d' ' -f3-)"  # the point's overrides
+  "$EVAL" --config c.yaml train.max_updates=100 "${own[@]}" train.save_dir=sw/$p \
+    --checkpoint sw/$p/averaged.pt --split val --beam 5 > eval_$p.txt 2> /dev/null || fail "evaluate $p"
+done
+"$python" - "$root/tools/score_lc_tok.py" "$(wall sw/a)" "$(wall sw/b)" <<'PY' || fail "table"
+import csv, json, os, subprocess, sys
+scorer, walls = sys.argv[1], {"a": float(sys.argv[2]), "b": float(sys.argv[3])}
+rows = list(csv.DictReader(open("sw/table.csv")))
+assert [r["point"] for r in rows] == ["a", "b"] and all(r["status"] == "finished" for r in rows), rows
+cpu = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
+for row, max_updates in zip(rows, (100, 200)):
+    p = row["point"]
+    valid = [r for r in map(json.loads, open(f"sw/{p}/metrics.jsonl")) if r["event"] == "valid"]
+    bleu = float(open(f"eval_{p}.txt").readline().split()[2])  # "BLEU = 12.34 ..."
+    assert int(row["updates"]) == max_updates, (p, row["updates"])
+    assert float(row["best_valid_loss"]) == min(r["valid_loss"] for r in valid), (p, row["best_valid_loss"])
+    assert float(row["best_valid_nll"]) == min(r["valid_nll"] for r in valid), (p, row["best_valid_nll"])
+    assert float(row["val_bleu"]) == bleu, (p, row["val_bleu"], bleu)
+    assert float(row["train_wall_s"]) == walls[p], (p, row["train_wall_s"], walls[p])
+    assert float(row["tgt_tokens_per_s"]) > 0 and int(row["epochs"]) >= 1 and row["cpu"] == cpu, row
+    if os.path.exists(scorer):  # the lc-tok column is filled exactly when the scorer is there
+        out = subprocess.run([sys.executable, scorer, "--hyp", f"sw/{p}/val.hyp", "--ref", "raw/val.en"],
+                             capture_output=True, text=True, check=True).stdout
+        assert float(row["val_lc_tok_bleu"]) == float(out.split()[2]), (p, row["val_lc_tok_bleu"], out)
+    else:
+        assert row["val_lc_tok_bleu"] == "", row
+    print(f"ok: table row {p}: {max_updates} updates, best val loss {row['best_valid_loss']}, "
+          f"BLEU {row['val_bleu']} = evaluate's, wall {row['train_wall_s']} s, lc-tok '{row['val_lc_tok_bleu']}'")
+md = open("sw/table.md").read().splitlines()
+assert sum(l.startswith("| a |") or l.startswith("| b |") for l in md) == 2, md
+PY
+
+# --- Changed overrides of a finished point: refused, nothing touched.
+sed 's/^point a schedule.lr=0.005/point a schedule.lr=0.02/' s.sweep > s2.sweep
+keep > a_before.txt
+"${SWEEP[@]}" s2.sweep --out sw > s2.out 2> s2.err; rc=$?
+[ $rc -eq 2 ] || { cat s2.err; fail "changed overrides of a finished point: exit $rc, expected 2"; }
+grep -q "sweep.py: error: s2.sweep:4: point 'a': finished in sw/a with config c.yaml and overrides" s2.err \
+  || { cat s2.err; fail "changed overrides: message"; }
+keep | cmp -s - a_before.txt || fail "refused sweep touched point a"
+echo "ok: changed overrides of a finished point -> $(head -c 160 s2.err)"
+
+# --- A point that fails: reported with its log, the next point still runs, exit 1.
+printf 'config c.yaml\ncommon train.max_updates=20\npoint broken data.shard_dir=no_shards\npoint fine\n' > f.sweep
+"${SWEEP[@]}" f.sweep --out fw > f.log 2>&1; rc=$?
+[ $rc -eq 1 ] || { cat f.log; fail "failed point: exit $rc, expected 1"; }
+grep -q "point broken: FAILED: train ended with exit status 2" f.log && grep -q "no_shards" f.log \
+  || { cat f.log; fail "failure report"; }
+[ -e fw/fine/result.json ] && [ ! -e fw/broken/result.json ] || fail "failed point: result files"
+grep -q "^| broken | failed |" fw/table.md && grep -q "^| fine | finished |" fw/table.md || { cat fw/table.md; fail "failed row"; }
+echo "ok: a failing point is reported with its log's end, the next one runs, exit 1"
+# Training ended but no result.json (as if stopped during evaluation): evaluated again, not trained.
+rm fw/fine/result.json
+starts=$(grep -c '"event":"start"' fw/fine/metrics.jsonl)
+"${SWEEP[@]}" f.sweep --out fw > f2.log 2>&1
+grep -q "point fine: evaluating on val" f2.log && ! grep -q "point fine: training" f2.log || { cat f2.log; fail "re-evaluation"; }
+[ -e fw/fine/result.json ] && [ "$(grep -c '"event":"start"' fw/fine/metrics.jsonl)" = "$starts" ] || fail "re-evaluation trained again"
+echo "ok: a point whose training had ended is only evaluated again"
+
+# --- Bad sweep files: exit 2, one message with FILE:LINE, no output directory.
+bad() {  # bad WHAT NEEDLE TEXT
+  printf '%b' "$3" > bad.sweep
+  "${SWEEP[@]}" bad.sweep --out badout > bad.out 2> bad.err; rc=$?
+  [ $rc -eq 2 ] || { cat bad.err; fail "$1: exit $rc, expected 2"; }
+  [ "$(wc -l < bad.err)" -eq 1 ] && grep -qF -- "sweep.py: error: bad.sweep:$2" bad.err || { cat bad.err; fail "$1: message"; }
+  [ ! -e badout ] || fail "$1: wrote badout"
+  echo "ok: $1 -> $(cat bad.err)"
+}
+bad "unknown directive" "2: unknown directive 'pont'" 'config c.yaml\npont a train.max_updates=5\n'
+bad "duplicate point" "3: point 'a' is already defined at line 2" \
+  'config c.yaml\npoint a train.max_updates=5\npoint a train.max_updates=6\n'
+bad "point without budget" "3: point 'b' has no budget" \
+  'config c.yaml\npoint a train.max_updates=5\npoint b schedule.lr=0.1 train.max_updates=0\n'
+bad "missing config" "1: config file 'nope.yaml' does not exist" 'config nope.yaml\npoint a train.max_updates=5\n'
+bad "unknown config key" "2: point 'a': train: error: unknown config key 'model.d_modl'" \
+  'config c.yaml\npoint a train.max_updates=5 model.d_modl=8\n'
+echo "sweep: all checks passed"
