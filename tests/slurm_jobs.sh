@@ -3,17 +3,20 @@
 # (launch/slurm_cluster.sh: munged, slurmctld, one slurmd per node, TCP between nodes),
 # one ctest entry per mode:
 #   equivalence   sbatch -N2 --ntasks-per-node=2, with srun --mpi=pmix and with mpirun
-#                 inside the allocation, == 1 node x 4 == 1 rank with update_freq 4, bitwise
+#                 inside the allocation, == 1 node x 4 == 1 rank with update_freq 4, bitwise;
+#                 threads from --cpus-per-task; errors name the Slurm node (the machines'
+#                 host names differ from it); bad NMTRAIN_LAUNCH and cluster arguments refused
 #   preemption    the batch shell gets SIGTERM (scancel -b, what --signal=B:TERM@120 sends):
 #                 every rank stops after the same update, checkpoints whole, exit 0;
 #                 scontrol requeue resumes; the end is bitwise equal to an uninterrupted
-#                 run (dropout on, 2 CPUs per task), for srun and for mpirun launch
+#                 run (dropout on), for srun and for mpirun launch
 #   node_failure  node 1's slurmd, slurmstepd and ranks SIGKILLed: the job ends within
 #                 dist.timeout_s + 30 s naming the node, nothing of it is left running,
 #                 and a resubmission resumes bitwise
-#   elastic       the preempted 2-node job resubmitted on 1 node with update_freq doubled
-#                 resumes and ends bitwise equal to the uninterrupted 2-node run (dropout
-#                 off: with dropout on, only the dropout streams differ)
+#   elastic       the preempted 2-node job resubmitted on 1 node (ranks x update_freq kept):
+#                 as 1 rank x update_freq 4 it ends bitwise equal to the uninterrupted 2-node
+#                 run; as 2 ranks x update_freq 2 (the gradients summed in another order)
+#                 equal up to rounding (dropout off: with dropout on its streams differ too)
 # Measured times are printed as `measured: ...`. Skips (exit 77) where Slurm, munge or
 # network namespaces are missing. After each mode no daemon, namespace or rank is left
 # (asserted).
