@@ -11,9 +11,24 @@
 namespace nmt::dist {
 
 std::string host_name() {
+  // Under Slurm the node's own name, as squeue, sinfo and scontrol call it: the machine's
+  // host name may differ from it (a domain suffix, another interface's name).
+  if (const char* node = std::getenv("SLURMD_NODENAME"); node != nullptr && *node != '\0') return node;
   char name[256] = {0};
   return gethostname(name, sizeof(name) - 1) == 0 ? name : "?";
 }
+
+namespace {
+// SLURM_LOCALID when srun started every rank itself (the step has one task per rank), else
+// -1. Under mpirun inside an allocation the step's tasks are the orted daemons, one per
+// node, and every rank would read the daemon's SLURM_LOCALID (0).
+int slurm_local_id(int world_size) {
+  const char* id = std::getenv("SLURM_LOCALID");
+  const char* tasks = std::getenv("SLURM_STEP_NUM_TASKS");
+  if (id == nullptr || tasks == nullptr || std::atoi(tasks) != world_size) return -1;
+  return std::atoi(id);
+}
+}  // namespace
 
 ProcessGroup::ProcessGroup(int* argc, char*** argv) {
   int initialized = 0;
@@ -32,6 +47,8 @@ ProcessGroup::ProcessGroup(int* argc, char*** argv) {
   MPI_Comm_rank(local, &local_rank_);
   MPI_Comm_size(local, &local_size_);
   MPI_Comm_free(&local);
+  // Slurm's own index of this task on its node picks the GPU where srun placed the ranks.
+  if (const int id = slurm_local_id(world_size_); id >= 0) local_rank_ = id;
   host_ = host_name();
 }
 

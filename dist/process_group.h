@@ -1,13 +1,15 @@
 #pragma once
 // The process group: MPI is initialised once per process here (so the same binary runs
 // under mpirun or alone, as world size 1) and finalised when this object dies. Rank,
-// world size and local rank (from the node-local communicator, which picks the GPU) are
+// world size and local rank (SLURM_LOCALID under srun, else from the node-local
+// communicator; it picks the GPU) are
 // passed explicitly to whatever needs them; nothing else here is global.
 #include <string>
 
 namespace nmt::dist {
 
-// This machine's host name ("?" if it cannot be had): how messages say where a rank runs.
+// How messages say where a rank runs: the Slurm node's name (SLURMD_NODENAME) under Slurm,
+// else this machine's host name ("?" if it cannot be had).
 std::string host_name();
 
 class ProcessGroup {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs every dependency of the project, idempotently:
 #   - Debian packages (Open MPI, HDF5, yaml-cpp, GoogleTest, SentencePiece, CLI11,
-#     spdlog/fmt, nlohmann-json, OpenSSL, zlib, ninja, ccache, cmake, iproute2);
+#     spdlog/fmt, nlohmann-json, OpenSSL, zlib, ninja, ccache, cmake, iproute2, Slurm
+#     and munge);
 #   - one pinned torch wheel from PyPI in a virtual environment that carries LibTorch
 #     (headers, libraries, CMake config) and the NCCL it loads, plus the Python
 #     reference tools the tests use (h5py, sacreBLEU, TensorBoard, CTranslate2, SentencePiece,
@@ -37,6 +38,7 @@ DEBIAN_PACKAGES=(
   nlohmann-json3-dev
   libssl-dev zlib1g-dev
   iproute2 util-linux  # ip netns, tc, unshare: the multi-host tests' namespace cluster
+  slurmctld slurmd slurm-client munge  # the Slurm tests' cluster (launch/slurm_cluster.sh)
 )
 
 missing=()
