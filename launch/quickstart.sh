@@ -1,29 +1,35 @@
 #!/usr/bin/env bash
-# The main job on a fresh machine: install, build, preprocess Multi30k De->En, train,
-# average the last checkpoints, and evaluate BLEU on test_2016_flickr with beam search.
+# The main job on a fresh machine: install, build, preprocess Multi30k, train a recipe,
+# average its last checkpoints, and score test_2016_flickr with beam search: detokenized
+# sacreBLEU (evaluate) and the papers' lowercased, Moses-tokenized BLEU (tools/score_lc_tok.py).
 #
-#   bash launch/quickstart.sh [RAW_DIR]        # RAW_DIR defaults to ../shared/data/multi30k
-#   MINUTES=58 bash launch/quickstart.sh       # the full recipe budget (README results)
+#   bash launch/quickstart.sh [RAW_DIR]                              # 10-minute De->En recipe
+#   CONFIG=configs/multi30k_de_en.yaml bash launch/quickstart.sh     # the 60-minute De->En recipe
+#   CONFIG=configs/multi30k_en_de.yaml bash launch/quickstart.sh     # the 60-minute En->De recipe
 #
-# Other config overrides can be appended via EXTRA="key=value ...".
+# RAW_DIR defaults to ../shared/data/multi30k. A recipe's length is its update budget
+# (train.max_updates in its config), so that it is the same model on every machine; README.md
+# says how long each took here. RUN_DIR (default runs/<config name>) receives the checkpoints,
+# train.log, metrics.jsonl and the test hypotheses; EXTRA="key=value ..." adds overrides.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 raw=${1:-$root/../shared/data/multi30k}
-minutes=${MINUTES:-10}
-config=$root/configs/multi30k_de_en.yaml
-run=${RUN_DIR:-$root/runs/quickstart}
-shards=${SHARD_DIR:-$root/data-bin/multi30k_de_en}
+config=${CONFIG:-$root/configs/quickstart_de_en.yaml}
+[ -f "$config" ] || { echo "quickstart.sh: error: CONFIG '$config' is not a file" >&2; exit 2; }
+name=$(basename "$config" .yaml)
+run=${RUN_DIR:-$root/runs/$name}
 eval "$(bash "$root/launch/build.sh")"
 b=$NMTRAIN_BUILD
 cd "$root"
-common=(data.raw_dir="$raw" data.shard_dir="$shards" train.save_dir="$run")
+common=(data.raw_dir="$raw" train.save_dir="$run")
+[ -n "${SHARD_DIR:-}" ] && common+=(data.shard_dir="$SHARD_DIR")
 # shellcheck disable=SC2206
 extra=(${EXTRA:-})
 
-echo "== preprocess $raw -> $shards"
+echo "== preprocess $raw (config $config)"
 "$b/data/preprocess" --config "$config" "${common[@]}" "${extra[@]}"
-echo "== train for $minutes minutes -> $run (log: $run/train.log, metrics: $run/metrics.jsonl)"
-"$b/trainer/train" --config "$config" "${common[@]}" train.max_minutes="$minutes" "${extra[@]}"
+echo "== train $name -> $run (log: $run/train.log, metrics: $run/metrics.jsonl)"
+"$b/trainer/train" --config "$config" "${common[@]}" "${extra[@]}"
 echo "== average the last checkpoints"
 n=$(find "$run" -maxdepth 1 -name 'update_*.pt' | wc -l)
 n=$(( n > 5 ? 5 : n ))
@@ -32,6 +38,12 @@ if [ "$n" -ge 2 ]; then
   "$b/trainer/average" --output "$run/averaged.pt" --last "$n" "$run"
   ckpt=$run/averaged.pt
 fi
+tgt=$("$b/trainer/train" --config "$config" "${common[@]}" "${extra[@]}" --print-config |
+      sed -n 's/^  tgt_lang: "\(.*\)"$/\1/p')
+hyp=$run/test_2016_flickr.hyp.$tgt
 echo "== evaluate $ckpt on test_2016_flickr (beam 5)"
-"$b/eval/evaluate" --config "$config" "${common[@]}" "${extra[@]}" --checkpoint "$ckpt" --split test \
-  --output "$run/test_2016_flickr.hyp.en"
+"$b/eval/evaluate" --config "$config" "${common[@]}" "${extra[@]}" --checkpoint "$ckpt" --split test --output "$hyp"
+echo "== the same hypotheses, lowercased and Moses-tokenized (as Multi30k papers score)"
+ref=$raw/test_2016_flickr.$tgt
+[ -f "$ref" ] || ref=$ref.gz
+"$NMTRAIN_VENV/bin/python" "$root/tools/score_lc_tok.py" --hyp "$hyp" --ref "$ref" --lang "$tgt"
