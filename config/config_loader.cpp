@@ -106,7 +106,7 @@ Field make_choice_field(std::string key, Get get, Choice<E> choice) {
         get(c) = value;
         return;
       }
-    throw UnknownChoice{choice.allowed()};
+    throw UnknownChoice{choice.allowed()};  // set_field adds the key, value and origin
   };
   f.text = [get, choice](const Config& c) {
     for (const auto& [name, value] : choice.names)
@@ -331,18 +331,26 @@ namespace {
 template <typename Fail>
 void check_schedule_budget(const Config& cfg, Fail&& fail) {
   const ScheduleConfig& s = cfg.schedule;
+  const int64_t total = schedule_end_update(cfg);
   if (s.type != ScheduleType::kCosine && s.type != ScheduleType::kLinear) return;
-  const int64_t total = s.total_updates > 0 ? s.total_updates : cfg.train.max_updates;
   if (total == 0)
-    fail("schedule.total_updates", "0",
-         "a decaying schedule (cosine, linear) needs schedule.total_updates or train.max_updates");
+    fail("schedule.type", s.type == ScheduleType::kCosine ? "cosine" : "linear",
+         "a decaying schedule needs an update budget: train.max_updates or schedule.total_updates");
   if (total <= s.warmup_updates)
     fail("schedule.warmup_updates", std::to_string(s.warmup_updates),
-         fmt::format("must be below the schedule's {} updates (schedule.total_updates, else train.max_updates)", total));
-  if (s.min_lr > s.lr) fail("schedule.min_lr", fmt::format("{}", s.min_lr), fmt::format("must not exceed schedule.lr = {}", s.lr));
+         fmt::format("must be below the schedule's {} updates (schedule.total_updates, else train.max_updates)",
+                     total));
+  if (s.min_lr > s.lr)
+    fail("schedule.min_lr", fmt::format("{}", s.min_lr), fmt::format("must not exceed schedule.lr = {}", s.lr));
 }
 
 }  // namespace
+
+int64_t schedule_end_update(const Config& cfg) {
+  const ScheduleConfig& s = cfg.schedule;
+  if (s.type != ScheduleType::kCosine && s.type != ScheduleType::kLinear) return 0;
+  return s.total_updates > 0 ? s.total_updates : cfg.train.max_updates;
+}
 
 void validate(const Config& cfg, Needs needs) {
   auto origin = [&](const std::string& key) {

@@ -24,6 +24,9 @@ Config load_config_text(const std::string& yaml, const std::string& name,
 void apply_override(Config& cfg, const std::string& assignment);
 // Ranges, choices, cross-field rules, and the files `needs` names. Throws ConfigError.
 void validate(const Config& cfg, Needs needs);
+// The update at which a decaying schedule (cosine, linear) reaches schedule.min_lr:
+// schedule.total_updates, else train.max_updates; 0 for schedules that do not decay.
+int64_t schedule_end_update(const Config& cfg);
 // The resolved configuration as YAML that load_config_text() reads back to the same values.
 std::string to_yaml(const Config& cfg);
 // All keys, in printing order.

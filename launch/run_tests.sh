@@ -4,6 +4,7 @@
 # NMTRAIN_SANITIZE=0 skips that part).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+export NMTRAIN_WITH_SLURM=1  # setup.sh installs Slurm and munge for the slurm.* tests
 eval "$(bash "$root/launch/build.sh")"
 cd "$NMTRAIN_BUILD"
 rc=0

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs every dependency of the project, idempotently:
 #   - Debian packages (Open MPI, HDF5, yaml-cpp, GoogleTest, SentencePiece, CLI11,
-#     spdlog/fmt, nlohmann-json, OpenSSL, zlib, ninja, ccache, cmake, iproute2, Slurm
-#     and munge);
+#     spdlog/fmt, nlohmann-json, OpenSSL, zlib, ninja, ccache, cmake, iproute2; Slurm and
+#     munge with NMTRAIN_WITH_SLURM=1, as the test command sets);
 #   - one pinned torch wheel from PyPI in a virtual environment that carries LibTorch
 #     (headers, libraries, CMake config) and the NCCL it loads, plus the Python
 #     reference tools the tests use (h5py, sacreBLEU, TensorBoard, CTranslate2, SentencePiece,
@@ -38,8 +38,13 @@ DEBIAN_PACKAGES=(
   nlohmann-json3-dev
   libssl-dev zlib1g-dev
   iproute2 util-linux  # ip netns, tc, unshare: the multi-host tests' namespace cluster
-  slurmctld slurmd slurm-client munge  # the Slurm tests' cluster (launch/slurm_cluster.sh)
 )
+# The Slurm tests' cluster (launch/slurm_cluster.sh) needs Slurm's daemons and munge, which
+# a machine that trains should not get as a side effect (on a systemd host they would start,
+# and a site's own Slurm may be shadowed): only the test command (run_tests.sh) asks for them.
+if [ "${NMTRAIN_WITH_SLURM:-0}" = 1 ]; then
+  DEBIAN_PACKAGES+=(slurmctld slurmd slurm-client munge)
+fi
 
 missing=()
 for p in "${DEBIAN_PACKAGES[@]}"; do

@@ -52,7 +52,11 @@ TEST(Config, OutOfRangeNamesKeyValueFileAndLine) {
   EXPECT_THROW_WITH(load_config_text("schedule:\n  type: cosinus\n", "x.yaml"), ConfigError, "schedule.type",
                     "'cosinus'", "x.yaml:2", "noam, inverse_sqrt, constant, cosine, linear");
   cfg = load_config_text("schedule:\n  type: cosine\n  warmup_updates: 100\n", "x.yaml");
-  EXPECT_THROW_WITH(validate(cfg, Needs::kNothing), ConfigError, "schedule.total_updates", "train.max_updates");
+  EXPECT_THROW_WITH(validate(cfg, Needs::kNothing), ConfigError, "schedule.type", "'cosine'", "x.yaml:2",
+                    "train.max_updates or schedule.total_updates");
+  cfg = load_config_text("schedule:\n  type: cosine\n  lr: 0.001\n  min_lr: 0.01\n  warmup_updates: 1\n", "x.yaml",
+                         {"train.max_updates=10"});
+  EXPECT_THROW_WITH(validate(cfg, Needs::kNothing), ConfigError, "schedule.min_lr", "x.yaml:4", "must not exceed");
   cfg = load_config_text("schedule:\n  type: linear\n  warmup_updates: 100\ntrain:\n  max_updates: 100\n", "x.yaml");
   EXPECT_THROW_WITH(validate(cfg, Needs::kNothing), ConfigError, "schedule.warmup_updates", "x.yaml:3", "below");
   cfg = load_config_text("model:\n  d_model: 100\n  heads: 8\n", "x.yaml");
@@ -97,8 +101,9 @@ TEST(Config, PrintConfigRoundTrips) {
   Config cfg = load_config_text("", "x.yaml",
                                 {"optim.eps=1e-9", "schedule.factor=0.1", "model.dropout=0.3", "data.spm_model=a: b",
                                  "data.src_lang=yes", "model.pre_norm=true", "train.save_dir=", "train.max_minutes=55",
-                                 "data.max_tokens=1234"});
+                                 "data.max_tokens=1234", "schedule.type=linear"});
   const std::string yaml = to_yaml(cfg);
+  EXPECT_NE(yaml.find("  type: \"linear\""), std::string::npos);  // the enum printed by its name
   Config back = load_config_text(yaml, "printed.yaml");
   EXPECT_EQ(to_yaml(back), yaml);
   EXPECT_EQ(back.optim.eps, 1e-9);
@@ -109,6 +114,7 @@ TEST(Config, PrintConfigRoundTrips) {
   EXPECT_EQ(back.train.max_minutes, 55.0);
   EXPECT_EQ(back.data.max_tokens, 1234);
   EXPECT_TRUE(back.model.pre_norm);
+  EXPECT_EQ(back.schedule.type, ScheduleType::kLinear);
   // Every key is printed.
   for (const std::string& key : config_keys())
     EXPECT_NE(yaml.find("  " + key.substr(key.find('.') + 1) + ":"), std::string::npos) << key;

@@ -27,6 +27,14 @@ run() {  # run NP DIR [args...]
 
 case $mode in
   bitwise)
+    # The cosine schedule, word dropout and LayerDrop resume bit for bit too.
+    reg=(schedule.type=cosine model.source_word_dropout=0.2 model.target_word_dropout=0.2
+         model.encoder_layerdrop=0.3 model.decoder_layerdrop=0.3 train.max_updates=10)
+    run 1 reg_straight "${reg[@]}" || fail "regularisers straight"
+    run 1 reg_stop "${reg[@]}" train.max_updates=10 debug.fault_update=5 debug.fault_rank=0 && fail "fault not injected"
+    run 1 reg_stop "${reg[@]}" --resume auto || fail "regularisers resume"
+    grep -q "resumed from reg_stop/last.pt at update 4" reg_stop.log || { grep resumed reg_stop.log; fail "regularisers resume point"; }
+    same reg_straight/last.pt reg_stop/last.pt
     for np in 1 2; do
       run $np probe$np train.max_updates=1 || fail "probe -np $np"
       per_epoch=$(grep -o '[0-9]* updates/epoch' probe$np.log | head -1 | cut -d' ' -f1)
@@ -128,6 +136,15 @@ case $mode in
     run 1 w train.update_freq=2 train.max_updates=8 --resume auto || fail "same product refused"
     grep -q "dropout reseeded" w.log || fail "reseed note"
     echo "ok: world-size rule"
+    # A decaying schedule resumed with another end would jump along its curve: refused, and
+    # accepted once schedule.total_updates pins the old end.
+    run 1 cos schedule.type=cosine train.max_updates=6 || fail "cosine"
+    sum_before=$(sha256sum cos/last.pt)
+    if run 1 cos schedule.type=cosine train.max_updates=9 --resume auto; then fail "cosine end moved on resume"; fi
+    grep -q "decays to update 6, this run's to update 9.*schedule.total_updates=6" cos.log || { tail -3 cos.log; fail "schedule end message"; }
+    [ "$(sha256sum cos/last.pt)" = "$sum_before" ] || fail "refused resume changed last.pt"
+    run 1 cos schedule.type=cosine schedule.total_updates=6 train.max_updates=9 --resume auto || fail "pinned end refused"
+    echo "ok: a cosine schedule's end is kept on resume"
     # Fine-tuning: weights from a checkpoint, fresh optimizer, schedule and data order.
     run 1 base train.max_updates=6 || fail base
     run 1 ft train.finetune_from=base/last.pt train.max_updates=3 || { tail -5 ft.log; fail finetune; }

@@ -87,6 +87,11 @@ TEST(LayerDrop, EveryLayerDroppedLeavesTheEmbedding) {
   const auto want = model->embed->weight.index_select(0, tgt.reshape({-1})).view({2, 3, 16}) * 4.0 +
                     sinusoidal_positions(3, 16).unsqueeze(0);
   EXPECT_TRUE(torch::allclose(hidden, want, 1e-6, 1e-6));
+  // The encoder's output alone (which the decoder above never looked at) is its embedding too.
+  torch::Tensor src_mask;
+  const auto src_want = model->embed->weight.index_select(0, src.reshape({-1})).view({2, 4, 16}) * 4.0 +
+                        sinusoidal_positions(4, 16).unsqueeze(0);
+  EXPECT_TRUE(torch::allclose(model->encode(src, &src_mask), src_want, 1e-6, 1e-6));
   // No layer took part, so none gets a gradient.
   hidden.pow(2).sum().backward();
   for (const auto& p : model->named_parameters())
@@ -121,6 +126,29 @@ TEST(WordDropout, SourceAndTargetSidesAreSeparate) {
   EXPECT_TRUE(torch::equal(tgt_drop->encode(src, &mask), reference));
   torch::manual_seed(7);
   EXPECT_FALSE(torch::allclose(src_drop->encode(src, &mask), reference));
+  // ... and the other way round on the decoder's side.
+  const auto memory = reference.detach();
+  const auto tgt = torch::randint(3, 23, {4, 9});
+  torch::manual_seed(8);
+  const auto decoded = plain->decode(tgt, memory, mask);
+  torch::manual_seed(8);
+  EXPECT_TRUE(torch::equal(src_drop->decode(tgt, memory, mask), decoded));
+  torch::manual_seed(8);
+  EXPECT_FALSE(torch::allclose(tgt_drop->decode(tgt, memory, mask), decoded));
+}
+
+// The default model in training mode with dropout 0 draws no random number at all: the
+// regularisers at 0 leave the generator where it was, so other runs train as before.
+TEST(StructuredDropout, DefaultModelDrawsNothing) {
+  torch::manual_seed(3);
+  Transformer model(tiny_config());
+  model->train();
+  const auto src = torch::randint(3, 23, {2, 5}), tgt = torch::randint(3, 23, {2, 4});
+  torch::manual_seed(4);
+  model->forward_hidden(src, tgt);
+  const auto after = torch::rand({3});
+  torch::manual_seed(4);
+  EXPECT_TRUE(torch::equal(after, torch::rand({3})));
 }
 
 }  // namespace

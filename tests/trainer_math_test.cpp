@@ -91,7 +91,7 @@ TEST(Schedule, NoamFollowsItsFormula) {
   c.type = config::ScheduleType::kNoam;
   c.factor = 2.0;
   c.warmup_updates = 4000;
-  LrSchedule s(c, 512);
+  LrSchedule s(c, 512, /*max_updates=*/0);
   for (int64_t u : {1, 10, 3999, 4000, 4001, 100000}) {
     const double want = 2.0 * std::pow(512.0, -0.5) * std::min(std::pow(u, -0.5), u * std::pow(4000.0, -1.5));
     EXPECT_DOUBLE_EQ(s.lr(u), want) << u;
@@ -106,13 +106,13 @@ TEST(Schedule, InverseSqrtFollowsItsFormula) {
   c.lr = 1e-3;
   c.warmup_updates = 100;
   c.warmup_init_lr = 1e-7;
-  LrSchedule s(c, 512);
+  LrSchedule s(c, 512, /*max_updates=*/0);
   EXPECT_NEAR(s.lr(1), 1e-7 + (1e-3 - 1e-7) * 1 / 100.0, 1e-15);
   EXPECT_NEAR(s.lr(50), 1e-7 + (1e-3 - 1e-7) * 0.5, 1e-15);
   EXPECT_DOUBLE_EQ(s.lr(100), 1e-3);
   EXPECT_DOUBLE_EQ(s.lr(400), 1e-3 * std::sqrt(100.0 / 400.0));
   c.type = config::ScheduleType::kConstant;
-  EXPECT_DOUBLE_EQ(LrSchedule(c, 512).lr(12345), 1e-3);
+  EXPECT_DOUBLE_EQ(LrSchedule(c, 512, 0).lr(12345), 1e-3);
 }
 
 // Values worked out by hand for lr 1e-3, min_lr 1e-5, warmup 100, total 1100 updates:

@@ -7,6 +7,8 @@ namespace nmt::trainer {
 
 using config::ScheduleType;
 
+constexpr double kPi = 3.14159265358979323846;
+
 LrSchedule::LrSchedule(const config::ScheduleConfig& cfg, int64_t d_model, int64_t max_updates)
     : cfg_(cfg), d_model_(d_model), total_(cfg.total_updates > 0 ? cfg.total_updates : max_updates) {}
 
@@ -31,7 +33,7 @@ double LrSchedule::lr(int64_t update) const {
       if (warming) return warmup(u);
       const double start = static_cast<double>(cfg_.warmup_updates);
       const double t = std::min(1.0, (u - start) / std::max(1.0, static_cast<double>(total_) - start));
-      const double left = cfg_.type == ScheduleType::kCosine ? 0.5 * (1.0 + std::cos(M_PI * t)) : 1.0 - t;
+      const double left = cfg_.type == ScheduleType::kCosine ? 0.5 * (1.0 + std::cos(kPi * t)) : 1.0 - t;
       return cfg_.min_lr + (cfg_.lr - cfg_.min_lr) * left;
     }
   }

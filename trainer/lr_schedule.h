@@ -10,7 +10,7 @@ class LrSchedule {
  public:
   // `max_updates`: the run's update budget (train.max_updates), where a decaying schedule
   // ends unless schedule.total_updates says otherwise.
-  LrSchedule(const config::ScheduleConfig& cfg, int64_t d_model, int64_t max_updates = 0);
+  LrSchedule(const config::ScheduleConfig& cfg, int64_t d_model, int64_t max_updates);
   // noam:         factor * d_model^-0.5 * min(u^-0.5, u * warmup^-1.5)
   // inverse_sqrt: linear from warmup_init_lr to lr over warmup updates, then lr * sqrt(warmup / u)
   // constant:     lr

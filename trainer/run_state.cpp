@@ -10,6 +10,7 @@
 #include <regex>
 
 #include "checkpoint/model_setup.h"
+#include "config/config_error.h"
 #include "config/config_loader.h"
 #include "trainer/trainer.h"
 
@@ -122,9 +123,30 @@ void Trainer::restore(const std::string& path, std::optional<checkpoint::Checkpo
   }
 }
 
+void Trainer::check_schedule_end_unchanged(const checkpoint::Checkpoint& c, const std::string& path) const {
+  const int64_t now = config::schedule_end_update(cfg_);
+  if (now == 0) return;
+  int64_t then = 0;
+  try {
+    then = config::schedule_end_update(config::load_config_text(c.config_yaml, path + " (its config)"));
+  } catch (const config::ConfigError&) {
+    return;  // written by a version with other keys: nothing to compare it with
+  }
+  if (then == now) return;
+  throw config::ConfigError(
+      // restore() names the checkpoint's path in front of this.
+      then == 0 ? fmt::format("trained with a schedule that does not decay; this run's decays to update {} "
+                              "(resuming would jump along it)", now)
+                : fmt::format("its learning-rate schedule decays to update {}, this run's to update {} "
+                              "(train.max_updates or schedule.total_updates changed): resuming would jump along "
+                              "the curve; add schedule.total_updates={} to keep it",
+                              then, now, then));
+}
+
 void Trainer::restore_from(const checkpoint::Checkpoint& c, const std::string& path) {
   if (c.vocab_sha256 != train_->manifest().spm_sha256)
     throw checkpoint::CheckpointError(path + ": field 'vocab_sha256' differs from data.shard_dir's vocabulary");
+  check_schedule_end_unchanged(c, path);
   checkpoint::load_model_weights(*model_, c.model, path);
   try {
     optim_->load_state_dict(c.optimizer);

@@ -100,6 +100,9 @@ class Trainer {
   // `preloaded`, when given, is the checkpoint already read from `path` (resume auto on rank 0).
   void restore(const std::string& path, std::optional<checkpoint::Checkpoint> preloaded = std::nullopt);
   void restore_from(const checkpoint::Checkpoint& c, const std::string& path);
+  // A decaying schedule resumed with another end (train.max_updates or schedule.total_updates
+  // changed) would jump along its curve: refused, naming the end that keeps it.
+  void check_schedule_end_unchanged(const checkpoint::Checkpoint& c, const std::string& path) const;
   // The newest checkpoint in train.save_dir that loads, with its contents (read once), or
   // nullopt if there is none; throws if checkpoints exist but none loads.
   std::optional<std::pair<std::string, checkpoint::Checkpoint>> find_resume_checkpoint();
