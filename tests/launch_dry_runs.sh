@@ -26,5 +26,11 @@ out=$(bash "$root/launch/netns_cluster.sh" run 2 --slots x -- true 2>&1) && fail
 [[ $out == *"--slots must be a positive integer, got 'x'"* ]] || fail "netns_cluster --slots: $out"
 out=$(bash "$root/launch/netns_cluster.sh" frobnicate 2>&1) && fail "netns_cluster: unknown verb accepted"
 [[ $out == *"usage:"* ]] || fail "netns_cluster usage: $out"
+# The quickstart refuses a CONFIG that is not a file before installing or building anything.
+rc=0
+out=$(CONFIG=/no/such/recipe.yaml RUN_DIR=/no/such/run bash "$root/launch/quickstart.sh" 2>&1) || rc=$?
+[ $rc = 2 ] || fail "quickstart: bad CONFIG exit $rc (expected 2)"
+[[ $out == "quickstart.sh: error: CONFIG '/no/such/recipe.yaml' is not a file" ]] || fail "quickstart CONFIG: $out"
+[ ! -e /no/such/run ] || fail "quickstart: bad CONFIG created its run directory"
 for s in gpu_smoke.sh quickstart.sh setup.sh build.sh run_tests.sh netns_cluster.sh netns_rsh.sh supervise.sh; do bash -n "$root/launch/$s" || fail "syntax: $s"; done
 echo "launch dry runs: passed"
