@@ -7,9 +7,9 @@
 namespace nmt::checkpoint {
 
 torch::Device choose_device(const config::TrainConfig& cfg, int local_rank) {
-  if (cfg.device == "cpu") return torch::kCPU;
+  if (cfg.device == config::Device::kCpu) return torch::kCPU;
   const bool cuda = torch::cuda::is_available();
-  if (cfg.device == "cuda" && !cuda)
+  if (cfg.device == config::Device::kCuda && !cuda)
     throw config::ConfigError("config key 'train.device' = 'cuda': no CUDA device is available (use auto or cpu)");
   if (!cuda) return torch::kCPU;
   return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank % torch::cuda::device_count()));
@@ -39,13 +39,17 @@ model::ModelConfig model_config_for(const config::Config& cfg, const data::Manif
   return m;
 }
 
+void check_vocabulary(const Checkpoint& ckpt, const std::string& what, const data::Manifest& manifest) {
+  if (ckpt.vocab_sha256 != manifest.spm_sha256)
+    throw CheckpointError(what + ": field 'vocab_sha256' (" + ckpt.vocab_sha256.substr(0, 12) +
+                          "...) differs from the vocabulary of data.shard_dir (" + manifest.spm_sha256.substr(0, 12) +
+                          "...): the checkpoint was trained on other data");
+}
+
 model::Transformer load_model_for_inference(const config::Config& cfg, const data::Manifest& manifest,
                                             const std::string& checkpoint_path, const torch::Device& device) {
   Checkpoint ckpt = load_checkpoint(checkpoint_path);
-  if (ckpt.vocab_sha256 != manifest.spm_sha256)
-    throw CheckpointError(checkpoint_path + ": field 'vocab_sha256' (" + ckpt.vocab_sha256.substr(0, 12) +
-                          "...) differs from the vocabulary of data.shard_dir (" + manifest.spm_sha256.substr(0, 12) +
-                          "...): the checkpoint was trained on other data");
+  check_vocabulary(ckpt, checkpoint_path, manifest);
   const model::ModelConfig model_cfg = model_config_for(cfg, manifest);
   check_fits(model_cfg, cfg, device, /*training=*/false);
   model::Transformer model(model_cfg);

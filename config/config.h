@@ -35,6 +35,13 @@ struct ScheduleConfig {
   double min_lr = 0.0;
 };
 
+// train.device: where training (and evaluation) runs.
+enum class Device { kAuto, kCpu, kCuda };  // auto = CUDA when available
+// train.precision: the autocast type of forward and backward (master weights stay fp32).
+enum class Precision { kFp32, kBf16, kFp16 };
+// train.nonfinite: what a NaN/Inf loss or gradient does.
+enum class NonfinitePolicy { kStop, kSkip };
+
 struct TrainConfig {
   int64_t seed = 1;               // seeds parameters, dropout and the batch order
   int64_t threads = 1;            // intra-op threads per rank
@@ -49,10 +56,10 @@ struct TrainConfig {
   bool tensorboard = true;        // also write the metrics as TensorBoard event files in save_dir (rank 0)
   int64_t patience = 0;           // stop after N validations without improvement (0 = off)
   std::string save_dir = "runs/default";  // checkpoints, logs and metrics.jsonl go here
-  std::string device = "auto";    // auto|cpu|cuda (auto = cuda when available)
-  std::string precision = "fp32"; // fp32|bf16|fp16
+  Device device = Device::kAuto;  // auto|cpu|cuda
+  Precision precision = Precision::kFp32;  // fp32|bf16|fp16
   bool validate_bleu = false;     // also greedy-decode the validation split at each validation (best_bleu.pt)
-  std::string nonfinite = "stop"; // on a NaN/Inf loss or gradient: stop, or skip the update and count it
+  NonfinitePolicy nonfinite = NonfinitePolicy::kStop;  // stop, or skip the update and count it
   int64_t max_nonfinite_skips = 5;  // skip policy: stop after this many skipped updates in a row
   std::string finetune_from = ""; // start from this checkpoint's weights (ignored when resuming)
   bool reset_optimizer = true;    // fine-tuning: fresh Adam state (else the checkpoint's)
@@ -75,6 +82,7 @@ struct DebugConfig {
   int64_t fault_update = -1;      // ... at this update
   int64_t nan_update = -1;        // fault injection: the loss of this update becomes NaN
   int64_t nan_count = 1;          // ... and of this many updates in a row
+  double fp16_overflow_above = 0;  // fault injection: fp16 gradients overflow while the loss scale is above this (0 = off)
   int64_t kill_in_save = -1;      // fault injection: SIGKILL while writing the checkpoint of this update
 };
 

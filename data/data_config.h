@@ -1,5 +1,6 @@
 #pragma once
-// Plain configuration of the data layer (no YAML here: trainer/ loads and validates it).
+// Plain configuration of the data layer (no YAML here: config/config_loader.cpp reads and
+// validates it, with the rest of the configuration).
 #include <cstdint>
 #include <string>
 
@@ -15,7 +16,10 @@ struct DataConfig {
   std::string test_split = "test_2016_flickr";        // raw file prefix evaluated by default
   std::string spm_model = "";          // reuse this SentencePiece model instead of training one
   int64_t vocab_size = 8000;           // joint SentencePiece vocabulary size (when training one)
-  std::string spm_model_type = "unigram";  // SentencePiece model type: unigram|bpe|char|word
+  // SentencePiece model type: unigram|bpe|char|word. A string, not an enum: it is checked
+  // against these names once (config_loader.cpp) and handed to SentencePiece as it is,
+  // never branched on here.
+  std::string spm_model_type = "unigram";
   int64_t spm_threads = 2;             // SentencePiece training threads (fixed: output is deterministic)
   int64_t num_shards = 4;              // shards written for the training split (others get one)
   int64_t max_len = 250;               // drop training pairs with a side longer than this (pieces)

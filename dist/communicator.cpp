@@ -11,13 +11,16 @@
 
 namespace nmt::dist {
 
-double Communicator::all_reduce_sum(double value) {
-  if (world_size() == 1) return value;
-  auto t = torch::tensor({value}, torch::kFloat64);
+double Communicator::all_reduce_sum(double value) { return all_reduce_sum(std::vector<double>{value})[0]; }
+
+std::vector<double> Communicator::all_reduce_sum(const std::vector<double>& values) {
+  if (world_size() == 1) return values;
+  auto t = torch::tensor(values, torch::kFloat64);
   auto dev = device();
   if (!dev.is_cpu()) t = t.to(dev);
   all_reduce_sum(t)->wait();
-  return t.cpu().item<double>();
+  t = t.cpu();
+  return {t.data_ptr<double>(), t.data_ptr<double>() + t.numel()};
 }
 
 double Communicator::all_reduce_max(double value) {
@@ -45,22 +48,19 @@ bool nccl_compiled() {
 
 std::unique_ptr<Communicator> make_communicator(const DistConfig& cfg, const ProcessGroup& group,
                                                 const torch::Device& device) {
-  std::string backend = cfg.backend;
-  if (backend == "auto") backend = device.is_cuda() ? "nccl" : "mpi";
-  if (backend == "mpi") {
+  Backend backend = cfg.backend;
+  if (backend == Backend::kAuto) backend = device.is_cuda() ? Backend::kNccl : Backend::kMpi;
+  if (backend == Backend::kMpi) {
     if (!device.is_cpu())
       throw DistError("dist.backend=mpi reduces CPU tensors, but training runs on " + device.str() +
                       " (use dist.backend=nccl or auto)");
     return make_mpi_communicator(group, cfg.timeout_s);
   }
-  if (backend == "nccl") {
 #ifdef NMTRAIN_WITH_CUDA
-    return make_nccl_communicator(group, device, cfg.timeout_s);
+  return make_nccl_communicator(group, device, cfg.timeout_s);
 #else
-    throw DistError("dist.backend=nccl: this build has no NCCL backend (configure with NMTRAIN_WITH_CUDA=ON)");
+  throw DistError("dist.backend=nccl: this build has no NCCL backend (configure with NMTRAIN_WITH_CUDA=ON)");
 #endif
-  }
-  throw DistError("unknown dist.backend '" + cfg.backend + "'");
 }
 
 }  // namespace nmt::dist

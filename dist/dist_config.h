@@ -1,12 +1,17 @@
 #pragma once
-// Plain configuration of the distributed layer (no YAML here: trainer/ loads it).
+// Plain configuration of the distributed layer (no YAML here: config/config_loader.cpp
+// reads it, with the rest of the configuration).
 #include <cstdint>
-#include <string>
 
 namespace nmt::dist {
 
+// dist.backend: which library carries the collectives.
+enum class Backend { kAuto, kNccl, kMpi };  // auto = NCCL for CUDA tensors, MPI for CPU ones
+// dist.grad_dtype: the type gradients travel (and are summed) in.
+enum class GradDtype { kFp32, kBf16, kFp16 };
+
 struct DistConfig {
-  std::string backend = "auto";  // auto|nccl|mpi: auto = NCCL for CUDA tensors, MPI for CPU ones
+  Backend backend = Backend::kAuto;  // auto|nccl|mpi
   // Gradient bucket size cap in MiB. 4, not DDP's 25: the recipes' models have 30 MB of
   // gradients, which 25 MiB buckets cut in 2, leaving nothing to overlap with backward
   // (bench/README.md, "Across hosts": 2 hosts on 1 Gbit/s links, efficiency 0.82 -> 0.94).
@@ -14,7 +19,7 @@ struct DistConfig {
   int64_t check_params_interval = 0;  // every N updates check parameters agree across ranks (0 = off)
   double timeout_s = 600;        // a rank waiting longer than this in any collective ends the job (hung peer, cut link)
   bool deterministic_reduce = false;  // sum gradients in rank order: N ranks == 1 rank x update_freq N, bitwise
-  std::string grad_dtype = "fp32";  // fp32|bf16|fp16: gradients travel (and are summed) in this type; 16 bits halve the traffic
+  GradDtype grad_dtype = GradDtype::kFp32;  // fp32|bf16|fp16; 16 bits halve the traffic
   bool overlap = true;           // start each gradient bucket's all-reduce during backward (false: after it, for measuring)
 };
 

@@ -8,8 +8,19 @@
 #include <vector>
 
 #include "dist/communicator.h"
+#include "dist/dist_config.h"
 
 namespace nmt::dist {
+
+// The dtype that dist.grad_dtype names.
+inline torch::ScalarType wire_dtype(GradDtype d) {
+  switch (d) {
+    case GradDtype::kBf16: return torch::kBFloat16;
+    case GradDtype::kFp16: return torch::kHalf;
+    case GradDtype::kFp32: break;
+  }
+  return torch::kFloat32;
+}
 
 class GradReducer {
  public:

@@ -1,5 +1,6 @@
 #pragma once
-// Plain configuration of the Transformer (no YAML here: trainer/ loads and validates it).
+// Plain configuration of the Transformer (no YAML here: config/config_loader.cpp reads and
+// validates it, with the rest of the configuration).
 #include <cstdint>
 
 namespace nmt::model {

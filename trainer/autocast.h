@@ -4,19 +4,18 @@
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
-#include <optional>
-#include <string>
+#include "config/config.h"
 
 namespace nmt::trainer {
 
 class AutocastScope {
  public:
-  AutocastScope(const torch::Device& device, const std::string& precision) : type_(device.type()) {
-    if (precision == "fp32") return;
+  AutocastScope(const torch::Device& device, config::Precision precision) : type_(device.type()) {
+    if (precision == config::Precision::kFp32) return;
     on_ = true;
     prev_enabled_ = at::autocast::is_autocast_enabled(type_);
     prev_dtype_ = at::autocast::get_autocast_dtype(type_);
-    at::autocast::set_autocast_dtype(type_, precision == "bf16" ? at::kBFloat16 : at::kHalf);
+    at::autocast::set_autocast_dtype(type_, precision == config::Precision::kBf16 ? at::kBFloat16 : at::kHalf);
     at::autocast::set_autocast_enabled(type_, true);
     at::autocast::increment_nesting();
   }
