@@ -118,12 +118,33 @@ case $mode in
     if run 1 n3 debug.nan_update=5 debug.nan_count=3 train.nonfinite=skip train.max_nonfinite_skips=3; then fail "3 in a row accepted"; fi
     grep -q "3 non-finite updates in a row" n3.log || fail "skip limit message"
     echo "ok: NaN policies (stop; skip 2; stop after 3 in a row)"
-    # Mixed precision on CPU: bf16 trains; fp16 with a forced overflow skips the update and
-    # halves the loss scale instead of stopping.
+    # Mixed precision on CPU: bf16 trains. fp16 whose scaled gradients overflow above a loss
+    # scale of 16384 skips updates 1 and 2, halving the scale from 65536 each time, then
+    # trains; no log line shows the learning rate of a skipped update (0).
     run 1 bf train.precision=bf16 train.max_updates=6 || { tail -5 bf.log; fail "bf16"; }
-    run 1 fp train.precision=fp16 train.max_updates=6 debug.nan_update=3 || { tail -5 fp.log; fail "fp16"; }
-    grep -q "update 3: fp16 gradient overflow, update skipped, loss scale now 32768" fp.log || { grep -i "update 3" fp.log; fail "fp16 loss scaling"; }
-    echo "ok: bf16 training; fp16 overflow skipped with the scale lowered"
+    run 1 fp train.precision=fp16 train.max_updates=6 train.log_interval=2 debug.fp16_overflow_above=16384 ||
+      { tail -5 fp.log; fail "fp16"; }
+    grep -q "update 1: fp16 gradient overflow, update skipped, loss scale now 32768" fp.log &&
+      grep -q "update 2: fp16 gradient overflow, update skipped, loss scale now 16384" fp.log ||
+      { grep -i "update [123]" fp.log; fail "fp16 loss scaling"; }
+    [ "$(grep -c 'fp16 gradient overflow' fp.log)" = 2 ] || fail "fp16: expected exactly 2 overflow skips"
+    if grep -q "lr 0.000e+00" fp.log; then grep "lr " fp.log; fail "fp16: a log line shows a skipped update's lr"; fi
+    # A NaN loss under fp16 is no overflow: train.nonfinite=stop stops at once.
+    if run 1 fpn train.precision=fp16 train.max_updates=6 debug.nan_update=3; then fail "fp16 NaN loss did not stop"; fi
+    grep -q "update 3: the loss is nan (train.nonfinite=stop" fpn.log || { tail -3 fpn.log; fail "fp16 NaN stop message"; }
+    # ... and under the skip policy NaNs that keep coming stop the run at max_nonfinite_skips.
+    if run 1 fps train.precision=fp16 train.max_updates=20 train.nonfinite=skip train.max_nonfinite_skips=3 \
+        debug.nan_update=3 debug.nan_count=10; then fail "fp16 NaNs in a row accepted"; fi
+    grep -q "update 5: the loss is nan: 3 non-finite updates in a row (train.max_nonfinite_skips)" fps.log ||
+      { tail -3 fps.log; fail "fp16 skip limit message"; }
+    if grep -q "fp16 gradient overflow" fps.log; then fail "fp16: a NaN loss lowered the loss scale"; fi
+    # Gradients that overflow at every scale: 16 halvings reach the floor 1, then the policy.
+    if run 1 fpo train.precision=fp16 train.max_updates=40 debug.fp16_overflow_above=0.5; then
+      fail "fp16 endless overflow did not stop"; fi
+    [ "$(grep -c 'fp16 gradient overflow' fpo.log)" = 16 ] || fail "fp16: expected 16 halvings to the floor"
+    grep -q "update 17: non-finite gradient in parameter .* at the fp16 loss scale's floor 1 (train.nonfinite=stop" fpo.log ||
+      { tail -3 fpo.log; fail "fp16 floor message"; }
+    echo "ok: bf16 training; fp16 overflow skipped with the scale lowered; NaN and overflow at the floor obey train.nonfinite"
     # Early stopping: with a zero learning rate the validation loss never improves after the
     # first validation, so patience 2 stops at the third validation (update 3).
     run 1 es schedule.type=constant schedule.lr=0 train.validate_interval_updates=1 train.patience=2 train.max_updates=50 || fail patience
