@@ -49,8 +49,9 @@ class Communicator {
   // Every rank's bytes, in rank order (small objects: hypotheses, flags, checksums).
   virtual std::vector<std::string> all_gather_bytes(const std::string& mine) = 0;
 
-  // Blocking convenience for scalars: sum / max over ranks.
+  // Blocking convenience for scalars: sum / max over ranks; several sums in one collective.
   double all_reduce_sum(double value);
+  std::vector<double> all_reduce_sum(const std::vector<double>& values);
   double all_reduce_max(double value);
 };
 

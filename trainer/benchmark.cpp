@@ -43,28 +43,29 @@ double peak_rss_bytes() {
 }
 }  // namespace
 
+// What bench/pytorch_reference.py needs to run the same computation: the initial weights
+// and the micro-batches (example indices) of every update, in order. Collective.
+void Trainer::write_benchmark_reference(const std::string& out_dir, int64_t total_updates) {
+  checkpoint::Checkpoint init = make_checkpoint();  // collective: every rank takes part
+  if (!group_.is_main()) return;
+  fs::create_directories(out_dir);
+  checkpoint::save_checkpoint(init, (fs::path(out_dir) / "init.pt").string());
+  data::BatchPlanner copy = *planner_;
+  nlohmann::json plan = nlohmann::json::array();
+  for (int64_t i = 0; i < total_updates; ++i) {  // every slot of each update, all ranks'
+    const auto at = copy.state();
+    plan.push_back(copy.update_slots(at.epoch, at.cursor));
+    copy.next(0);
+  }
+  std::ofstream((fs::path(out_dir) / "plan.json").string()) << plan.dump() << "\n";
+}
+
 nlohmann::json Trainer::benchmark(int64_t warmup, int64_t updates, const std::string& out_dir) {
   {
     torch::NoGradGuard no_grad;
     for (auto& p : model_->parameters()) comm_->broadcast(p, 0);
   }
-  if (!out_dir.empty() && group_.is_main()) {
-    // What bench/pytorch_reference.py needs to run the same computation: the initial
-    // weights and the micro-batches (example indices) of every update, in order.
-    fs::create_directories(out_dir);
-    checkpoint::Checkpoint init = make_checkpoint();
-    checkpoint::save_checkpoint(init, (fs::path(out_dir) / "init.pt").string());
-    data::BatchPlanner copy = *planner_;
-    nlohmann::json plan = nlohmann::json::array();
-    for (int64_t i = 0; i < warmup + updates; ++i) {  // every slot of each update, all ranks'
-      const auto at = copy.state();
-      plan.push_back(copy.update_slots(at.epoch, at.cursor));
-      copy.next(0);
-    }
-    std::ofstream((fs::path(out_dir) / "plan.json").string()) << plan.dump() << "\n";
-  } else if (!out_dir.empty()) {
-    make_checkpoint();  // collective
-  }
+  if (!out_dir.empty()) write_benchmark_reference(out_dir, warmup + updates);
   for (int64_t i = 0; i < warmup; ++i) train_step(planner_->next(group_.rank()));
   StepTimes times;
   double src_tokens = 0, tgt_tokens = 0, padded = 0, flops = 0;

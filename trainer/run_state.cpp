@@ -144,15 +144,10 @@ void Trainer::check_schedule_end_unchanged(const checkpoint::Checkpoint& c, cons
 }
 
 void Trainer::restore_from(const checkpoint::Checkpoint& c, const std::string& path) {
-  if (c.vocab_sha256 != train_->manifest().spm_sha256)
-    throw checkpoint::CheckpointError(path + ": field 'vocab_sha256' differs from data.shard_dir's vocabulary");
+  checkpoint::check_vocabulary(c, path, train_->manifest());
   check_schedule_end_unchanged(c, path);
   checkpoint::load_model_weights(*model_, c.model, path);
-  try {
-    optim_->load_state_dict(c.optimizer);
-  } catch (const std::runtime_error& e) {
-    throw checkpoint::CheckpointError(path + ": " + e.what());
-  }
+  load_optimizer_state(c, path);
   planner_->restore({c.planner_epoch, c.planner_cursor, c.planner_slots});
   update_ = c.update;
   epoch_ = c.epoch;
@@ -179,18 +174,19 @@ void Trainer::restore_from(const checkpoint::Checkpoint& c, const std::string& p
                         c.planner_cursor));
 }
 
+void Trainer::load_optimizer_state(const checkpoint::Checkpoint& c, const std::string& path) {
+  try {
+    optim_->load_state_dict(c.optimizer);
+  } catch (const std::runtime_error& e) {
+    throw checkpoint::CheckpointError(path + ": " + e.what());
+  }
+}
+
 void Trainer::start_from(const std::string& path) {
   checkpoint::Checkpoint c = checkpoint::load_checkpoint(path);
-  if (c.vocab_sha256 != train_->manifest().spm_sha256)
-    throw checkpoint::CheckpointError(path + ": field 'vocab_sha256' differs from data.shard_dir's vocabulary (train.finetune_from)");
+  checkpoint::check_vocabulary(c, path + " (train.finetune_from)", train_->manifest());
   checkpoint::load_model_weights(*model_, c.model, path);
-  if (!cfg_.train.reset_optimizer) {
-    try {
-      optim_->load_state_dict(c.optimizer);
-    } catch (const std::runtime_error& e) {
-      throw checkpoint::CheckpointError(path + ": " + e.what());
-    }
-  }
+  if (!cfg_.train.reset_optimizer) load_optimizer_state(c, path);
   if (!cfg_.train.reset_schedule) update_ = c.update;
   if (!cfg_.train.reset_planner) planner_->restore({c.planner_epoch, c.planner_cursor, c.planner_slots});
   log_.info(fmt::format("fine-tuning from {} (update {}); reset optimizer {}, schedule {}, planner {}", path, c.update,

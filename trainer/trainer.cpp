@@ -81,9 +81,7 @@ Trainer::Trainer(const config::Config& cfg, const dist::ProcessGroup& group, Ble
   optim_ = std::make_unique<Adam>(named_params(*model_), cfg_.optim);
   reducer_ = std::make_unique<dist::GradReducer>(model_->parameters(), *comm_, cfg_.dist.bucket_mb,
                                                   cfg_.dist.overlap, cfg_.dist.deterministic_reduce,
-                                                  cfg_.dist.grad_dtype == "bf16"   ? torch::kBFloat16
-                                                  : cfg_.dist.grad_dtype == "fp16" ? torch::kHalf
-                                                                                   : torch::kFloat32);
+                                                  dist::wire_dtype(cfg_.dist.grad_dtype));
   planner_ = std::make_unique<data::BatchPlanner>(
       train_->src_lengths(), train_->tgt_lengths(),
       data::PlanOptions{cfg_.data.max_tokens, static_cast<uint64_t>(cfg_.train.seed), group_.world_size(),
@@ -165,14 +163,14 @@ std::vector<data::Batch> Trainer::load_micro_batches(const std::vector<data::Mic
 
 int64_t Trainer::count_update_tokens(const std::vector<data::Batch>& batches) {
   // The update's gradient is the sum over all micro-batches of all ranks divided by their
-  // total target tokens, known before the first backward (DESIGN.md, loss normalization).
+  // total target tokens, known before the first backward (docs/ARCHITECTURE.md, "Contracts": loss normalization).
   int64_t local_tokens = 0;
   for (const data::Batch& b : batches) local_tokens += b.tgt_tokens;
   return static_cast<int64_t>(comm_->all_reduce_sum(static_cast<double>(local_tokens)));
 }
 
 void Trainer::forward_backward(const std::vector<data::Batch>& batches, StepResult& r, Laps& laps) {
-  const double loss_scale = cfg_.train.precision == "fp16" ? scaler_.scale() : 1.0;
+  const double loss_scale = cfg_.train.precision == config::Precision::kFp16 ? scaler_.scale() : 1.0;
   r.local_loss = torch::zeros({}, torch::kFloat64);
   r.local_nll = torch::zeros({}, torch::kFloat64);
   for (size_t k = 0; k < batches.size(); ++k) {
@@ -191,7 +189,10 @@ void Trainer::forward_backward(const std::vector<data::Batch>& batches, StepResu
         update_ + 1 < cfg_.debug.nan_update + cfg_.debug.nan_count)
       l.loss = l.loss * std::numeric_limits<double>::quiet_NaN();  // fault injection (debug.nan_update)
     laps.to(r.times.forward);
-    (l.loss * (loss_scale / static_cast<double>(r.tokens))).backward();
+    double backward_scale = loss_scale / static_cast<double>(r.tokens);
+    if (cfg_.debug.fp16_overflow_above > 0 && loss_scale > cfg_.debug.fp16_overflow_above)
+      backward_scale = std::numeric_limits<double>::infinity();  // fault injection: the gradients overflow
+    (l.loss * backward_scale).backward();
     r.local_loss += l.loss.detach().to(torch::kCPU, torch::kFloat64);
     r.local_nll += l.nll.to(torch::kCPU, torch::kFloat64);
     laps.to(r.times.backward);
@@ -200,44 +201,44 @@ void Trainer::forward_backward(const std::vector<data::Batch>& batches, StepResu
 
 void Trainer::sum_losses_over_ranks(StepResult& r) {
   // One all-reduce for both sums.
-  auto sums = torch::stack({r.local_loss, r.local_nll});
-  if (group_.world_size() > 1) {
-    sums = sums.to(comm_->device());
-    comm_->all_reduce_sum(sums)->wait();
-    sums = sums.cpu();
-  }
-  r.loss = sums[0].item<double>();
-  r.nll = sums[1].item<double>();
+  const std::vector<double> sums =
+      comm_->all_reduce_sum(std::vector<double>{r.local_loss.item<double>(), r.local_nll.item<double>()});
+  r.loss = sums[0];
+  r.nll = sums[1];
 }
 
 bool Trainer::skip_nonfinite_update(StepResult& r, std::vector<torch::Tensor>& grads, double& norm, Laps& laps) {
-  const bool finite = std::isfinite(r.loss) && std::isfinite(norm);
-  if (cfg_.train.precision == "fp16") {
-    const double loss_scale = scaler_.scale();
-    // fp16 overflow is expected now and then: skip, lower the scale, go on.
-    if (scaler_.update(!finite)) {
-      log_.info(fmt::format("update {}: fp16 gradient overflow, update skipped, loss scale now {}", update_ + 1,
-                            scaler_.scale()));
-      r.skipped = true;
-      optim_->zero_grad();
-      ++update_;
-      laps.to(r.times.optimizer);
-      return true;
+  const bool fp16 = cfg_.train.precision == config::Precision::kFp16;
+  if (std::isfinite(r.loss) && std::isfinite(norm)) {
+    if (fp16) {
+      const double used_scale = scaler_.scale();  // clean_step may double it for the next update
+      scaler_.clean_step();
+      torch::NoGradGuard no_grad;
+      torch::_foreach_mul_(grads, 1.0 / used_scale);
+      norm /= used_scale;
     }
-    torch::NoGradGuard no_grad;
-    torch::_foreach_mul_(grads, 1.0 / loss_scale);
-    norm /= loss_scale;
-  } else if (!finite) {
-    const std::string what = !std::isfinite(r.loss)
-                                 ? fmt::format("the loss is {}", r.loss)
-                                 : fmt::format("non-finite gradient in parameter '{}'", nonfinite_parameter());
-    r.skipped = handle_nonfinite(what);
-    optim_->zero_grad();
-    ++update_;
-    return true;
+    consecutive_skips_ = 0;
+    return false;
   }
-  consecutive_skips_ = 0;
-  return false;
+  // Under fp16 a finite loss with a non-finite gradient is an overflow of the scaled
+  // gradients, expected now and then: skip, lower the scale, go on. A non-finite loss, or
+  // an overflow at the scale's floor, is a real non-finite value: train.nonfinite decides.
+  if (fp16 && std::isfinite(r.loss) && scaler_.lower_after_overflow()) {
+    log_.info(fmt::format("update {}: fp16 gradient overflow, update skipped, loss scale now {}", update_ + 1,
+                          scaler_.scale()));
+    r.skipped = true;
+  } else {
+    std::string what = !std::isfinite(r.loss)
+                           ? fmt::format("the loss is {}", r.loss)
+                           : fmt::format("non-finite gradient in parameter '{}'", nonfinite_parameter());
+    if (fp16 && std::isfinite(r.loss))
+      what += fmt::format(" at the fp16 loss scale's floor {}", LossScaler::kMinScale);
+    r.skipped = handle_nonfinite(what);
+  }
+  optim_->zero_grad();
+  ++update_;
+  laps.to(r.times.optimizer);
+  return true;
 }
 
 void Trainer::clip_gradients(std::vector<torch::Tensor>& grads, double norm) {
@@ -255,7 +256,7 @@ std::string Trainer::nonfinite_parameter() const {
 
 bool Trainer::handle_nonfinite(const std::string& what) {
   const std::string msg = fmt::format("update {}: {}", update_ + 1, what);
-  if (cfg_.train.nonfinite == "stop")
+  if (cfg_.train.nonfinite == config::NonfinitePolicy::kStop)
     throw TrainingError(msg + " (train.nonfinite=stop; debug.anomaly=true finds the op that produced it)");
   ++consecutive_skips_;
   ++skipped_total_;
@@ -274,9 +275,9 @@ bool Trainer::should_stop(int64_t epoch) const {
   return false;
 }
 
-void Trainer::run(const std::string& resume) {
-  // Rank 0 (which writes checkpoints) decides which one every rank resumes from; a rank
-  // that cannot read it fails, and the job with it.
+// Rank 0 (which writes checkpoints) decides which checkpoint every rank resumes from; a
+// rank that cannot read it fails, and the job with it. True when the run resumed.
+bool Trainer::resume_or_start(const std::string& resume) {
   comm_->set_phase(resume.empty() ? "start" : "resume");
   std::string path = resume;
   std::optional<checkpoint::Checkpoint> preloaded;  // rank 0 of resume auto has read it already
@@ -292,113 +293,112 @@ void Trainer::run(const std::string& resume) {
   }
   if (!path.empty()) restore(path, std::move(preloaded));
   else if (!cfg_.train.finetune_from.empty()) start_from(cfg_.train.finetune_from);
+  return !path.empty();
+}
+
+void Trainer::check_ranks_agree_on_start() {
   const auto st = planner_->state();
   const std::string position = fmt::format("{} {} {}", update_, st.epoch, st.cursor);
   for (const auto& other : comm_->all_gather_bytes(position))
     if (other != position)
       throw TrainingError("ranks start from different positions (update epoch cursor: " + position + " vs " + other + ")");
+  // Rank 0's parameters are everyone's (at start and after resume).
+  torch::NoGradGuard no_grad;
+  for (auto& p : model_->parameters()) comm_->broadcast(p, 0);
+}
+
+void Trainer::announce_start(bool resumed) {
   // Marks where this process's records begin: after a crash, an earlier process's records
   // from this update on were rolled back with the checkpoint (TensorBoard drops them too).
-  log_.metrics({{"event", "start"}, {"update", update_ + 1}, {"resumed", !path.empty()}});
+  log_.metrics({{"event", "start"}, {"update", update_ + 1}, {"resumed", resumed}});
   if (cfg_.train.tensorboard) log_.start_tensorboard(update_ + 1);
-  // Rank 0's parameters are everyone's (at start and after resume).
-  {
-    torch::NoGradGuard no_grad;
-    for (auto& p : model_->parameters()) comm_->broadcast(p, 0);
-  }
   log_.info(fmt::format("model: {} parameters | device {} | ranks {} | backend {} | {} updates/epoch | threads {}",
                         model::parameter_count(*model_), device_.str(), group_.world_size(), comm_->name(),
                         planner_->updates_per_epoch(), cfg_.train.threads));
+}
 
+// One all-reduce decides for every rank: rank 0's clock, and any rank's signal.
+Trainer::StopVote Trainer::vote_to_stop(const StopSignal& signals, double elapsed_s) {
+  const bool out_of_time =
+      group_.is_main() && cfg_.train.max_minutes > 0 && elapsed_s / 60.0 >= cfg_.train.max_minutes;
+  const std::vector<double> votes = comm_->all_reduce_sum(
+      std::vector<double>{out_of_time ? 1.0 : 0.0, signals.received() ? 1.0 : 0.0});
+  StopVote vote;
+  vote.out_of_time = votes[0] > 0;
+  // A rank that received no signal itself stops as if sent SIGTERM.
+  if (votes[1] > 0) vote.signal = signals.received() ? signals.received() : SIGTERM;
+  return vote;
+}
+
+void Trainer::log_window(const LogWindow::Summary& w, int64_t first_update, double elapsed_s) {
+  const double eta =
+      eta_seconds(cfg_.train.max_updates, cfg_.train.max_minutes, update_, first_update, elapsed_s);
+  log_.info(fmt::format("update {:>6} | epoch {:>3} | loss {:.4f} | nll {:.4f} | ppl {:.2f} | lr {:.3e} | "
+                        "{:.0f} tgt tok/s | elapsed {} | ETA {}",
+                        update_, epoch_, w.loss, w.nll, std::exp(w.nll), w.lr, w.tokens_per_s,
+                        data::format_duration(elapsed_s), data::format_duration(eta)));
+  nlohmann::json rec = {{"event", "train"}, {"update", update_}, {"epoch", epoch_}, {"loss", w.loss},
+                        {"nll", w.nll}, {"ppl", std::exp(w.nll)}, {"lr", w.lr}, {"grad_norm", w.grad_norm},
+                        {"tgt_tokens_per_s", w.tokens_per_s}, {"updates", w.updates}, {"wall_s", elapsed_s}};
+  if (cfg_.train.precision == config::Precision::kFp16) rec["loss_scale"] = scaler_.scale();
+  log_.metrics(rec);
+}
+
+void Trainer::validate_or_save_on_interval(double elapsed_s) {
+  if (update_ % cfg_.train.validate_interval_updates == 0) validate_and_save("validation", elapsed_s);
+  else if (cfg_.train.save_interval_updates > 0 && update_ % cfg_.train.save_interval_updates == 0) save(false, false);
+}
+
+void Trainer::run(const std::string& resume) {
+  const bool resumed = resume_or_start(resume);
+  check_ranks_agree_on_start();
+  announce_start(resumed);
   StopSignal signals;
   const auto t0 = std::chrono::steady_clock::now();
-  auto window_start = t0;
-  double window_loss = 0, window_nll = 0, window_grad_norm = 0;
-  int64_t window_tokens = 0, window_updates = 0;
   const int64_t first_update = update_;
+  LogWindow window;
   int stop_signal = 0;
   for (;;) {
     comm_->set_phase(fmt::format("update {} (start)", update_ + 1));
     epoch_ = planner_->state().epoch;
-    // One all-reduce decides for every rank: rank 0's clock, and any rank's signal.
-    auto flags = torch::tensor({group_.is_main() && cfg_.train.max_minutes > 0 &&
-                                        seconds_since(t0) / 60.0 >= cfg_.train.max_minutes
-                                    ? 1.0
-                                    : 0.0,
-                                static_cast<double>(signals.received())},
-                               torch::kFloat64);
-    if (group_.world_size() > 1) {
-      flags = flags.to(comm_->device());
-      comm_->all_reduce_sum(flags)->wait();
-      flags = flags.cpu();
-    }
-    if (flags[1].item<double>() > 0) {
+    const StopVote vote = vote_to_stop(signals, seconds_since(t0));
+    if (vote.signal) {
       comm_->set_phase(fmt::format("stop after update {}", update_));
-      stop_signal = signals.received() ? signals.received() : SIGTERM;
+      stop_signal = vote.signal;
       break;
     }
-    if (should_stop(epoch_) || flags[0].item<double>() > 0) break;
+    if (should_stop(epoch_) || vote.out_of_time) break;
     if (cfg_.debug.fault_update == update_ + 1 && cfg_.debug.fault_rank == group_.rank())
       throw TrainingError(fmt::format("injected fault on rank {} at update {} (debug.fault_rank/fault_update)",
                                       group_.rank(), update_ + 1));
 
     const StepResult r = train_step(planner_->next(group_.rank()));
-    if (!r.skipped) {
-      window_loss += r.loss;
-      window_nll += r.nll;
-      window_tokens += r.tokens;
-      window_grad_norm += r.grad_norm;
-      ++window_updates;
-    }
-    if ((update_ % cfg_.train.log_interval == 0 || update_ == first_update + 1) && window_updates > 0) {
-      const double secs = seconds_since(window_start);
-      const double per_update = seconds_since(t0) / static_cast<double>(update_ - first_update);
-      double eta = NAN;
-      if (cfg_.train.max_updates > 0) eta = per_update * static_cast<double>(cfg_.train.max_updates - update_);
-      if (cfg_.train.max_minutes > 0) {
-        const double left = cfg_.train.max_minutes * 60 - seconds_since(t0);
-        eta = std::isnan(eta) ? left : std::min(eta, left);
-      }
-      const double loss = window_loss / window_tokens, nll = window_nll / window_tokens;
-      log_.info(fmt::format("update {:>6} | epoch {:>3} | loss {:.4f} | nll {:.4f} | ppl {:.2f} | lr {:.3e} | "
-                            "{:.0f} tgt tok/s | elapsed {} | ETA {}",
-                            update_, epoch_, loss, nll, std::exp(nll), r.lr, window_tokens / secs,
-                            data::format_duration(seconds_since(t0)), data::format_duration(eta)));
-      nlohmann::json rec = {{"event", "train"}, {"update", update_}, {"epoch", epoch_}, {"loss", loss}, {"nll", nll},
-                            {"ppl", std::exp(nll)}, {"lr", r.lr}, {"grad_norm", window_grad_norm / window_updates},
-                            {"tgt_tokens_per_s", window_tokens / secs}, {"updates", window_updates},
-                            {"wall_s", seconds_since(t0)}};
-      if (cfg_.train.precision == "fp16") rec["loss_scale"] = scaler_.scale();
-      log_.metrics(rec);
-      window_start = std::chrono::steady_clock::now();
-      window_loss = window_nll = window_grad_norm = 0;
-      window_tokens = window_updates = 0;
-    }
+    if (!r.skipped) window.add(r.loss, r.nll, r.tokens, r.grad_norm, r.lr);
+    if ((update_ % cfg_.train.log_interval == 0 || update_ == first_update + 1) && !window.empty())
+      log_window(window.close(), first_update, seconds_since(t0));
     if (cfg_.dist.check_params_interval > 0 && update_ % cfg_.dist.check_params_interval == 0) check_params_agree();
-    // Validation and checkpoint writes are not training: their time stays out of the
-    // window's tokens/s.
     const auto pause = std::chrono::steady_clock::now();
-    if (update_ % cfg_.train.validate_interval_updates == 0) validate_and_save("validation", seconds_since(t0));
-    else if (cfg_.train.save_interval_updates > 0 && update_ % cfg_.train.save_interval_updates == 0) save(false, false);
-    window_start += std::chrono::steady_clock::now() - pause;
+    validate_or_save_on_interval(seconds_since(t0));
+    window.exclude(std::chrono::steady_clock::now() - pause);
   }
-  if (stop_signal) {
-    // Preempted: checkpoint where every rank agreed to stop, and say how to continue.
-    if (update_ > first_update) save(false, false);
-    log_.info(fmt::format("stopped by signal {} after update {}; checkpoint {}/last.pt. Resume with: "
-                          "train --config <config> --resume auto",
-                          stop_signal, update_, cfg_.train.save_dir));
-    if (!group_.is_main())
-      std::fprintf(stderr, "%s: stopped by signal %d after update %lld\n", group_.label("train").c_str(), stop_signal,
-                   static_cast<long long>(update_));
-    return;
-  }
+  if (stop_signal) return stop_after_signal(stop_signal, first_update);
   // Final validation and checkpoint, unless the last update just had them.
   if (update_ > first_update && update_ % cfg_.train.validate_interval_updates != 0)
     validate_and_save("final validation", seconds_since(t0));
   log_.info(fmt::format("done: {} updates in {} ({} epochs started), best validation loss {:.4f}{}", update_,
                         data::format_duration(seconds_since(t0)), epoch_, best_valid_loss_,
                         skipped_total_ ? fmt::format(", {} updates skipped", skipped_total_) : std::string()));
+}
+
+// Preempted: checkpoint where every rank agreed to stop, and say how to continue.
+void Trainer::stop_after_signal(int signal, int64_t first_update) {
+  if (update_ > first_update) save(false, false);
+  log_.info(fmt::format("stopped by signal {} after update {}; checkpoint {}/last.pt. Resume with: "
+                        "train --config <config> --resume auto",
+                        signal, update_, cfg_.train.save_dir));
+  if (!group_.is_main())
+    std::fprintf(stderr, "%s: stopped by signal %d after update %lld\n", group_.label("train").c_str(), signal,
+                 static_cast<long long>(update_));
 }
 
 }  // namespace nmt::trainer

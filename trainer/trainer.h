@@ -20,9 +20,11 @@
 #include "trainer/adam.h"
 #include "checkpoint/checkpoint.h"
 #include "config/config.h"
+#include "trainer/log_window.h"
 #include "trainer/loss_scaler.h"
 #include "trainer/lr_schedule.h"
 #include "trainer/run_lock.h"
+#include "trainer/stop_signal.h"
 #include "trainer/train_log.h"
 
 namespace nmt::trainer {
@@ -100,6 +102,7 @@ class Trainer {
   // `preloaded`, when given, is the checkpoint already read from `path` (resume auto on rank 0).
   void restore(const std::string& path, std::optional<checkpoint::Checkpoint> preloaded = std::nullopt);
   void restore_from(const checkpoint::Checkpoint& c, const std::string& path);
+  void load_optimizer_state(const checkpoint::Checkpoint& c, const std::string& path);
   // A decaying schedule resumed with another end (train.max_updates or schedule.total_updates
   // changed) would jump along its curve: refused, naming the end that keeps it.
   void check_schedule_end_unchanged(const checkpoint::Checkpoint& c, const std::string& path) const;
@@ -107,7 +110,20 @@ class Trainer {
   // nullopt if there is none; throws if checkpoints exist but none loads.
   std::optional<std::pair<std::string, checkpoint::Checkpoint>> find_resume_checkpoint();
   checkpoint::Checkpoint make_checkpoint();  // collective: gathers every rank's RNG state
+  void write_benchmark_reference(const std::string& out_dir, int64_t total_updates);  // train --bench-out
   bool should_stop(int64_t epoch) const;
+  // The steps of run(), in order.
+  bool resume_or_start(const std::string& resume);
+  void check_ranks_agree_on_start();  // same position everywhere, then rank 0's parameters
+  void announce_start(bool resumed);
+  struct StopVote {
+    bool out_of_time = false;  // train.max_minutes, by rank 0's clock
+    int signal = 0;            // a signal some rank received (SIGTERM for ranks that received none)
+  };
+  StopVote vote_to_stop(const StopSignal& signals, double elapsed_s);
+  void log_window(const LogWindow::Summary& w, int64_t first_update, double elapsed_s);
+  void validate_or_save_on_interval(double elapsed_s);
+  void stop_after_signal(int signal, int64_t first_update);
 
   config::Config cfg_;
   const dist::ProcessGroup& group_;
