@@ -16,9 +16,10 @@ TEST(Crc32c, CheckValues) {
   EXPECT_EQ(nmt::trainer::crc32c(nullptr, 0), 0u);
 }
 
-TEST(Crc32c, MaskIsRotateAndAdd) {
-  // masked = ((crc >> 15) | (crc << 17)) + 0xa282ead8, as TensorFlow's record writer.
-  const std::string nine = "123456789";
-  const uint32_t c = 0xE3069283u;
-  EXPECT_EQ(nmt::trainer::masked_crc32c(nine.data(), nine.size()), ((c >> 15) | (c << 17)) + 0xA282EAD8u);
+TEST(Crc32c, MaskedValuesEqualTensorBoards) {
+  // The masked CRC TFRecord framing stores, as TensorBoard's own writer computes it
+  // (tensorboard.summary.writer.record_writer.masked_crc32c, tensorboard 2.x).
+  const std::string nine = "123456789", zeros(32, '\0');
+  EXPECT_EQ(nmt::trainer::masked_crc32c(nine.data(), nine.size()), 0xC78AB0E5u);
+  EXPECT_EQ(nmt::trainer::masked_crc32c(zeros.data(), zeros.size()), 0x0FD7FFFAu);
 }

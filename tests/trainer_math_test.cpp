@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "trainer/adam.h"
+#include "trainer/log_window.h"
 #include "trainer/fused_cross_entropy.h"
 #include "trainer/loss.h"
 #include "trainer/loss_scaler.h"
@@ -86,33 +87,38 @@ TEST(Loss, FusedKernelRejectsBadInputAndASecondBackward) {
   EXPECT_THROW(loss.backward(), c10::Error);
 }
 
-TEST(Schedule, NoamFollowsItsFormula) {
+// Values worked out by hand (Python's float arithmetic) for Vaswani et al.'s schedule with
+// d_model 512, warmup 4000 and factor 2: the peak at u = 4000 is 2 / sqrt(512 * 4000), twice
+// the 6.99e-4 usually quoted for the base Transformer.
+TEST(Schedule, NoamRisesToItsPeakAtWarmupThenDecays) {
   config::ScheduleConfig c;
   c.type = config::ScheduleType::kNoam;
   c.factor = 2.0;
   c.warmup_updates = 4000;
   LrSchedule s(c, 512, /*max_updates=*/0);
-  for (int64_t u : {1, 10, 3999, 4000, 4001, 100000}) {
-    const double want = 2.0 * std::pow(512.0, -0.5) * std::min(std::pow(u, -0.5), u * std::pow(4000.0, -1.5));
-    EXPECT_DOUBLE_EQ(s.lr(u), want) << u;
-  }
-  EXPECT_GT(s.lr(4000), s.lr(3000));
-  EXPECT_GT(s.lr(4000), s.lr(5000));
+  EXPECT_NEAR(s.lr(1), 3.493856214843422e-07, 1e-19);
+  EXPECT_NEAR(s.lr(10), 3.4938562148434215e-06, 1e-18);
+  EXPECT_NEAR(s.lr(3999), 1.3971931003158842e-3, 1e-16);
+  EXPECT_NEAR(s.lr(4000), 1.3975424859373686e-3, 1e-16);
+  EXPECT_NEAR(s.lr(4001), 1.397367825874706e-3, 1e-16);
+  EXPECT_NEAR(s.lr(100000), 2.7950849718747374e-4, 1e-17);
 }
 
-TEST(Schedule, InverseSqrtFollowsItsFormula) {
+// fairseq's inverse_sqrt with lr 1e-3, warmup 100 from 1e-7: 1e-7 + 9.999e-4 * u / 100 up to
+// the peak, then 1e-3 * sqrt(100 / u): 5e-4 at u = 400.
+TEST(Schedule, InverseSqrtWarmsUpThenDecaysAsOneOverSqrt) {
   config::ScheduleConfig c;
   c.type = config::ScheduleType::kInverseSqrt;
   c.lr = 1e-3;
   c.warmup_updates = 100;
   c.warmup_init_lr = 1e-7;
   LrSchedule s(c, 512, /*max_updates=*/0);
-  EXPECT_NEAR(s.lr(1), 1e-7 + (1e-3 - 1e-7) * 1 / 100.0, 1e-15);
-  EXPECT_NEAR(s.lr(50), 1e-7 + (1e-3 - 1e-7) * 0.5, 1e-15);
-  EXPECT_DOUBLE_EQ(s.lr(100), 1e-3);
-  EXPECT_DOUBLE_EQ(s.lr(400), 1e-3 * std::sqrt(100.0 / 400.0));
+  EXPECT_NEAR(s.lr(1), 1.0099e-5, 1e-18);
+  EXPECT_NEAR(s.lr(50), 5.0005e-4, 1e-17);
+  EXPECT_NEAR(s.lr(100), 1e-3, 1e-18);
+  EXPECT_NEAR(s.lr(400), 5e-4, 1e-18);
   c.type = config::ScheduleType::kConstant;
-  EXPECT_DOUBLE_EQ(LrSchedule(c, 512, 0).lr(12345), 1e-3);
+  EXPECT_EQ(LrSchedule(c, 512, 0).lr(12345), 1e-3);
 }
 
 // Values worked out by hand for lr 1e-3, min_lr 1e-5, warmup 100, total 1100 updates:
@@ -181,17 +187,48 @@ TEST(Adam, StateRoundTripsAndRejectsMismatch) {
 namespace nmt::trainer {
 namespace {
 
-TEST(LossScaler, OverflowSkipsAndHalvesCleanStepsGrow) {
-  LossScaler s(/*init_scale=*/1024, /*growth_interval=*/3);
-  EXPECT_FALSE(s.update(false));
-  EXPECT_TRUE(s.update(true));  // overflow: skip the update ...
-  EXPECT_EQ(s.scale(), 512);    // ... and halve the scale
-  EXPECT_FALSE(s.update(false));
-  EXPECT_FALSE(s.update(false));
-  EXPECT_EQ(s.scale(), 512);
-  EXPECT_FALSE(s.update(false));  // third clean step in a row
-  EXPECT_EQ(s.scale(), 1024);
-  EXPECT_EQ(s.skipped(), 1);
+TEST(LossScaler, OverflowHalvesCleanStepsGrowAndTheFloorHolds) {
+  LossScaler s(/*init_scale=*/4, /*growth_interval=*/3);
+  s.clean_step();
+  EXPECT_TRUE(s.lower_after_overflow());  // overflow: 4 -> 2, and the clean run starts over
+  EXPECT_EQ(s.scale(), 2);
+  s.clean_step();
+  s.clean_step();
+  EXPECT_EQ(s.scale(), 2);
+  s.clean_step();  // third clean step in a row: 2 -> 4
+  EXPECT_EQ(s.scale(), 4);
+  EXPECT_EQ(s.good_steps(), 0);
+  EXPECT_TRUE(s.lower_after_overflow());   // 4 -> 2
+  EXPECT_TRUE(s.lower_after_overflow());   // 2 -> 1
+  EXPECT_FALSE(s.lower_after_overflow());  // 1 is the floor: not an overflow any more
+  EXPECT_EQ(s.scale(), 1);
+}
+
+// Two applied updates of 100 and 300 target tokens: loss and nll per token over the
+// window, the mean gradient norm, and the learning rate of the last applied update.
+TEST(LogWindow, AveragesPerTokenAndKeepsTheLastAppliedLr) {
+  LogWindow w;
+  EXPECT_TRUE(w.empty());
+  w.add(/*loss_sum=*/250.0, /*nll_sum=*/200.0, /*tokens=*/100, /*grad_norm=*/1.0, /*lr=*/1e-3);
+  w.add(350.0, 300.0, 300, 3.0, 2e-3);
+  const LogWindow::Summary s = w.close();
+  EXPECT_DOUBLE_EQ(s.loss, 1.5);   // 600 / 400
+  EXPECT_DOUBLE_EQ(s.nll, 1.25);   // 500 / 400
+  EXPECT_DOUBLE_EQ(s.grad_norm, 2.0);
+  EXPECT_DOUBLE_EQ(s.lr, 2e-3);
+  EXPECT_EQ(s.updates, 2);
+  EXPECT_GT(s.tokens_per_s, 0);
+  EXPECT_TRUE(w.empty());  // closing starts the next window
+}
+
+// At update 40 of 100, 30 of them by this process in 60 s (2 s each): 60 updates, 120 s
+// left. A 5-minute limit with 60 s gone leaves 240 s: the earlier end wins.
+TEST(LogWindow, EtaIsTheEarlierOfTheUpdateAndTimeBudgets) {
+  EXPECT_DOUBLE_EQ(eta_seconds(100, 0, /*update=*/40, /*first_update=*/10, /*elapsed_s=*/60), 120.0);
+  EXPECT_DOUBLE_EQ(eta_seconds(100, 5, 40, 10, 60), 120.0);
+  EXPECT_DOUBLE_EQ(eta_seconds(1000, 5, 40, 10, 60), 240.0);
+  EXPECT_DOUBLE_EQ(eta_seconds(0, 5, 40, 10, 60), 240.0);
+  EXPECT_TRUE(std::isnan(eta_seconds(0, 0, 40, 10, 60)));
 }
 
 }  // namespace
