@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "checkpoint/checkpoint.h"
 #include "data/manifest.h"
 #include "model/transformer.h"
 #include "config/config.h"
@@ -17,6 +18,9 @@ torch::Device choose_device(const config::TrainConfig& cfg, int local_rank);
 // Refuses a config whose keys disagree with what the shards' manifest records
 // (data.src_lang, data.tgt_lang), naming the key, both values and both places.
 void check_config_against_manifest(const config::Config& cfg, const data::Manifest& manifest);
+// Throws CheckpointError, naming `what` (the checkpoint's path, and why it was read), when
+// the checkpoint was trained with another vocabulary than the shards'.
+void check_vocabulary(const Checkpoint& ckpt, const std::string& what, const data::Manifest& manifest);
 
 // The model section plus what only the data knows (vocabulary size, pad id); checks the
 // config against the manifest first.

@@ -96,13 +96,10 @@ std::vector<int> encode(const sentencepiece::SentencePieceProcessor& sp, const s
   return ids;
 }
 
-}  // namespace
-
-Manifest preprocess(const DataConfig& cfg, std::FILE* log) {
-  // 1. Read and check every split before writing anything.
-  // Every split present in one language must be present in the other, and the training
-  // and validation splits must be there: a half-present split is an error, not a skip.
-  std::vector<RawSplit> splits;
+// Every split present in one language must be present in the other, and the training and
+// validation splits must be there: a half-present split is an error, not a skip. Reads and
+// checks every split before anything is written; the training split comes back first.
+std::vector<RawSplit> read_raw_splits(const DataConfig& cfg) {
   std::vector<std::string> names = list_splits(cfg.raw_dir, cfg.src_lang, cfg.tgt_lang);
   std::vector<std::string> missing;
   for (const std::string& required : {cfg.train_split, cfg.valid_split})
@@ -118,6 +115,7 @@ Manifest preprocess(const DataConfig& cfg, std::FILE* log) {
                     cfg.src_lang + "', data.tgt_lang = '" + cfg.tgt_lang + "', data.train_split = '" +
                     cfg.train_split + "', data.valid_split = '" + cfg.valid_split + "')");
   }
+  std::vector<RawSplit> splits;
   for (const std::string& name : names) {
     RawSplit s;
     s.name = name;
@@ -130,17 +128,19 @@ Manifest preprocess(const DataConfig& cfg, std::FILE* log) {
                       std::to_string(s.tgt.size()) + ": a parallel split needs equal line counts");
     splits.push_back(std::move(s));
   }
-  const RawSplit* train = nullptr;
-  for (const auto& s : splits)
-    if (s.name == cfg.train_split) train = &s;
-  if (!train)
-    throw DataError(cfg.raw_dir + ": no training split '" + cfg.train_split + "." + cfg.src_lang + "' with '" +
-                    cfg.train_split + "." + cfg.tgt_lang + "' (data.raw_dir, data.train_split)");
+  return splits;
+}
 
-  // 2. The vocabulary: reuse a given model or train a joint one.
-  const std::string proto = cfg.spm_model.empty() ? train_sentencepiece(cfg, *train, log) : read_file_bytes(cfg.spm_model);
+const RawSplit& training_split(const DataConfig& cfg, const std::vector<RawSplit>& splits) {
+  for (const auto& s : splits)
+    if (s.name == cfg.train_split) return s;
+  throw DataError(cfg.raw_dir + ": no training split '" + cfg.train_split + "." + cfg.src_lang + "' with '" +
+                  cfg.train_split + "." + cfg.tgt_lang + "' (data.raw_dir, data.train_split)");
+}
+
+// The manifest's vocabulary fields, from the SentencePiece model `proto` (loaded into `sp`).
+Manifest vocabulary_manifest(const DataConfig& cfg, const std::string& proto, sentencepiece::SentencePieceProcessor& sp) {
   const std::string spm_source = cfg.spm_model.empty() ? std::string("trained model") : cfg.spm_model;
-  sentencepiece::SentencePieceProcessor sp;
   if (!sp.LoadFromSerializedProto(proto).ok()) throw DataError(spm_source + ": not a SentencePiece model");
   Manifest m;
   m.src_lang = cfg.src_lang;
@@ -150,6 +150,99 @@ Manifest preprocess(const DataConfig& cfg, std::FILE* log) {
   m.special = {sp.pad_id(), sp.unk_id(), sp.bos_id(), sp.eos_id()};
   if (m.special.pad < 0 || m.special.bos < 0 || m.special.eos < 0)
     throw DataError(spm_source + ": the SentencePiece model needs pad, bos and eos ids (train it with --pad_id etc.)");
+  return m;
+}
+
+// Encodes one split. The training split drops pairs with an empty side or a side longer
+// than data.max_len (counted in `entry`); other splits keep every line, as evaluation needs.
+void encode_split(const DataConfig& cfg, const RawSplit& s, const sentencepiece::SentencePieceProcessor& sp,
+                  SignalDeferral& interrupts, std::FILE* log, FlatIds& src, FlatIds& tgt, SplitEntry& entry) {
+  const bool is_train = s.name == cfg.train_split;
+  entry.raw_lines = static_cast<int64_t>(s.src.size());
+  Progress progress("preprocess " + s.name, entry.raw_lines, log);
+  for (size_t i = 0; i < s.src.size(); ++i) {
+    if (i % 1000 == 0) {
+      progress.update(static_cast<int64_t>(i));
+      interrupts.throw_if_pending("preprocess " + s.name);
+    }
+    if (is_train && (s.src[i].empty() || s.tgt[i].empty())) {
+      ++entry.skipped_empty;
+      continue;
+    }
+    std::vector<int> a = encode(sp, s.src[i]), b = encode(sp, s.tgt[i]);
+    if (is_train && (static_cast<int64_t>(a.size()) > cfg.max_len || static_cast<int64_t>(b.size()) > cfg.max_len)) {
+      ++entry.skipped_too_long;
+      continue;
+    }
+    src.push_back(a);
+    tgt.push_back(b);
+  }
+  progress.finish();
+  entry.examples = src.size();
+  if (entry.examples == 0) throw DataError(s.src_path + ": no usable sentence pairs");
+}
+
+// Writes a split's shards into `dir` (contiguous, near-equal ranges keep the original order
+// across shards) and records them in `entry`; returns their file names.
+std::vector<std::string> write_split_shards(const DataConfig& cfg, const RawSplit& s, const Manifest& m,
+                                            const FlatIds& src, const FlatIds& tgt, const fs::path& dir,
+                                            SignalDeferral& interrupts, SplitEntry& entry) {
+  std::vector<std::string> files;
+  const int64_t n_shards = std::min<int64_t>(s.name == cfg.train_split ? cfg.num_shards : 1, entry.examples);
+  for (int64_t k = 0; k < n_shards; ++k) {
+    const int64_t lo = entry.examples * k / n_shards, hi = entry.examples * (k + 1) / n_shards;
+    FlatIds s_part, t_part;
+    for (int64_t i = lo; i < hi; ++i) {
+      s_part.tokens.insert(s_part.tokens.end(), src.tokens.begin() + src.offsets[i], src.tokens.begin() + src.offsets[i + 1]);
+      s_part.offsets.push_back(static_cast<int64_t>(s_part.tokens.size()));
+      t_part.tokens.insert(t_part.tokens.end(), tgt.tokens.begin() + tgt.offsets[i], tgt.tokens.begin() + tgt.offsets[i + 1]);
+      t_part.offsets.push_back(static_cast<int64_t>(t_part.tokens.size()));
+    }
+    interrupts.throw_if_pending("preprocess " + s.name);
+    const std::string file = shard_file_name(s.name, k, n_shards);
+    const std::string path = (dir / file).string();
+    write_shard(path, {kShardFormatVersion, s.name, k, n_shards, hi - lo, m.vocab_size, m.spm_sha256}, s_part, t_part);
+    entry.shards.push_back({file, hi - lo, sha256_file(path)});
+    files.push_back(file);
+  }
+  return files;
+}
+
+// Encodes and shards every split into `tmp`, then writes the manifest there. Returns the
+// files written, to be published in this order (the manifest, which names them, last).
+std::vector<std::string> write_all(const DataConfig& cfg, const std::vector<RawSplit>& splits,
+                                   const sentencepiece::SentencePieceProcessor& sp, const std::string& proto,
+                                   const fs::path& tmp, SignalDeferral& interrupts, std::FILE* log, Manifest& m) {
+  std::vector<std::string> outputs;
+  write_file_bytes((tmp / kSpmModelName).string(), proto);
+  for (const RawSplit& s : splits) {
+    FlatIds src, tgt;
+    SplitEntry entry;
+    encode_split(cfg, s, sp, interrupts, log, src, tgt, entry);
+    const std::vector<std::string> files = write_split_shards(cfg, s, m, src, tgt, tmp, interrupts, entry);
+    outputs.insert(outputs.end(), files.begin(), files.end());
+    std::fprintf(log, "preprocess: %s: %lld pairs in %lld shard(s); skipped %lld with an empty side, %lld longer than max_len %lld\n",
+                 s.name.c_str(), static_cast<long long>(entry.examples), static_cast<long long>(files.size()),
+                 static_cast<long long>(entry.skipped_empty), static_cast<long long>(entry.skipped_too_long),
+                 static_cast<long long>(cfg.max_len));
+    m.splits[s.name] = std::move(entry);
+  }
+  write_file_bytes((tmp / kManifestName).string(), m.to_json());
+  outputs.push_back(kSpmModelName);
+  outputs.push_back(kManifestName);
+  return outputs;
+}
+
+}  // namespace
+
+Manifest preprocess(const DataConfig& cfg, std::FILE* log) {
+  // 1. Read and check every split before writing anything.
+  const std::vector<RawSplit> splits = read_raw_splits(cfg);
+  const RawSplit& train = training_split(cfg, splits);
+  // 2. The vocabulary: reuse a given model or train a joint one.
+  const std::string proto = cfg.spm_model.empty() ? train_sentencepiece(cfg, train, log) : read_file_bytes(cfg.spm_model);
+  sentencepiece::SentencePieceProcessor sp;
+  Manifest m = vocabulary_manifest(cfg, proto, sp);
 
   // 3. Encode and shard every split into a temporary directory.
   fs::create_directories(cfg.shard_dir);
@@ -163,58 +256,7 @@ Manifest preprocess(const DataConfig& cfg, std::FILE* log) {
   fs::create_directories(tmp);
   std::vector<std::string> outputs;
   try {
-    write_file_bytes((tmp / kSpmModelName).string(), proto);
-    for (const RawSplit& s : splits) {
-      const bool is_train = s.name == cfg.train_split;
-      FlatIds src, tgt;
-      SplitEntry entry;
-      entry.raw_lines = static_cast<int64_t>(s.src.size());
-      Progress progress("preprocess " + s.name, entry.raw_lines, log);
-      for (size_t i = 0; i < s.src.size(); ++i) {
-        if (i % 1000 == 0) {
-          progress.update(static_cast<int64_t>(i));
-          interrupts.throw_if_pending("preprocess " + s.name);
-        }
-        if (is_train && (s.src[i].empty() || s.tgt[i].empty())) {
-          ++entry.skipped_empty;
-          continue;
-        }
-        std::vector<int> a = encode(sp, s.src[i]), b = encode(sp, s.tgt[i]);
-        if (is_train && (static_cast<int64_t>(a.size()) > cfg.max_len || static_cast<int64_t>(b.size()) > cfg.max_len)) {
-          ++entry.skipped_too_long;
-          continue;
-        }
-        src.push_back(a);
-        tgt.push_back(b);
-      }
-      progress.finish();
-      entry.examples = src.size();
-      if (entry.examples == 0) throw DataError(s.src_path + ": no usable sentence pairs");
-      const int64_t n_shards = std::min<int64_t>(is_train ? cfg.num_shards : 1, entry.examples);
-      for (int64_t k = 0; k < n_shards; ++k) {
-        // Contiguous, near-equal ranges keep the original order across shards.
-        const int64_t lo = entry.examples * k / n_shards, hi = entry.examples * (k + 1) / n_shards;
-        FlatIds s_part, t_part;
-        for (int64_t i = lo; i < hi; ++i) {
-          s_part.tokens.insert(s_part.tokens.end(), src.tokens.begin() + src.offsets[i], src.tokens.begin() + src.offsets[i + 1]);
-          s_part.offsets.push_back(static_cast<int64_t>(s_part.tokens.size()));
-          t_part.tokens.insert(t_part.tokens.end(), tgt.tokens.begin() + tgt.offsets[i], tgt.tokens.begin() + tgt.offsets[i + 1]);
-          t_part.offsets.push_back(static_cast<int64_t>(t_part.tokens.size()));
-        }
-        interrupts.throw_if_pending("preprocess " + s.name);
-        const std::string file = shard_file_name(s.name, k, n_shards);
-        const std::string path = (tmp / file).string();
-        write_shard(path, {kShardFormatVersion, s.name, k, n_shards, hi - lo, m.vocab_size, m.spm_sha256}, s_part, t_part);
-        entry.shards.push_back({file, hi - lo, sha256_file(path)});
-        outputs.push_back(file);
-      }
-      std::fprintf(log, "preprocess: %s: %lld pairs in %lld shard(s); skipped %lld with an empty side, %lld longer than max_len %lld\n",
-                   s.name.c_str(), static_cast<long long>(entry.examples), static_cast<long long>(n_shards),
-                   static_cast<long long>(entry.skipped_empty), static_cast<long long>(entry.skipped_too_long),
-                   static_cast<long long>(cfg.max_len));
-      m.splits[s.name] = std::move(entry);
-    }
-    write_file_bytes((tmp / kManifestName).string(), m.to_json());
+    outputs = write_all(cfg, splits, sp, proto, tmp, interrupts, log, m);
   } catch (const Interrupted& e) {
     std::error_code ec;
     fs::remove_all(tmp, ec);
@@ -224,8 +266,6 @@ Manifest preprocess(const DataConfig& cfg, std::FILE* log) {
     throw;
   }
   // 4. Publish: shards and model first, the manifest (which names them) last.
-  outputs.push_back(kSpmModelName);
-  outputs.push_back(kManifestName);
   for (const std::string& f : outputs) fs::rename(tmp / f, fs::path(cfg.shard_dir) / f);
   fs::remove_all(tmp);
   std::fprintf(log, "preprocess: wrote %s (vocabulary %lld pieces)\n", (fs::path(cfg.shard_dir) / kManifestName).c_str(),

@@ -173,6 +173,25 @@ class NcclCommunicator : public Communicator {
     ncclCommDestroy(comm_);
     MPI_Comm_free(&mpi_comm_);
   }
+  // The frame every collective shares: the tensor checked, the comm stream ordered after
+  // the compute stream, `launch` enqueued on the comm stream, the buffer kept from reuse
+  // until the comm stream is done with it, and a completion event the watchdog tracks.
+  template <typename Launch>
+  std::pair<std::shared_ptr<at::cuda::CUDAEvent>, c10::cuda::CUDAStream> enqueue(const torch::Tensor& t,
+                                                                                 const char* op, const char* what,
+                                                                                 Launch&& launch) {
+    check(t, op);
+    c10::cuda::CUDAGuard guard(device_);
+    auto compute = c10::cuda::getCurrentCUDAStream(device_.index());
+    order_after(compute);
+    launch();
+    c10::cuda::CUDACachingAllocator::recordStream(t.storage().data_ptr(), stream_);
+    auto done = std::make_shared<at::cuda::CUDAEvent>();
+    done->record(stream_);
+    monitor_->track(done, describe_collective(what, t), watchdog_->next_sequence(), watchdog_->phase());
+    return {done, compute};
+  }
+
   std::string name() const override { return "nccl"; }
   int rank() const override { return rank_; }
   int world_size() const override { return world_; }
@@ -180,55 +199,33 @@ class NcclCommunicator : public Communicator {
   void set_phase(const std::string& phase) override { watchdog_->set_phase(phase); }
 
   std::unique_ptr<Work> all_reduce_sum(torch::Tensor t) override {
-    check(t, "all_reduce");
-    c10::cuda::CUDAGuard guard(device_);
-    auto compute = c10::cuda::getCurrentCUDAStream(device_.index());
-    order_after(compute);
-    check_nccl(ncclAllReduce(t.data_ptr(), t.data_ptr(), t.numel(), nccl_type(t), ncclSum, comm_, stream_.stream()),
-               "ncclAllReduce");
-    // The caching allocator must not reuse the buffer until the comm stream is done.
-    c10::cuda::CUDACachingAllocator::recordStream(t.storage().data_ptr(), stream_);
-    auto done = std::make_shared<at::cuda::CUDAEvent>();
-    done->record(stream_);
-    monitor_->track(done, describe_collective("all_reduce", t), watchdog_->next_sequence(), watchdog_->phase());
+    auto [done, compute] = enqueue(t, "all_reduce", "all_reduce", [&] {
+      check_nccl(ncclAllReduce(t.data_ptr(), t.data_ptr(), t.numel(), nccl_type(t), ncclSum, comm_, stream_.stream()),
+                 "ncclAllReduce");
+    });
     return std::make_unique<NcclWork>(done, compute);
   }
   std::unique_ptr<Work> all_reduce_sum_rank_order(torch::Tensor t) override {
-    check(t, "all_reduce");
-    c10::cuda::CUDAGuard guard(device_);
-    auto compute = c10::cuda::getCurrentCUDAStream(device_.index());
-    order_after(compute);
-    torch::Tensor rows;
-    {
+    auto [done, compute] = enqueue(t, "all_reduce", "all_reduce (rank order)", [&] {
       // Allocated, gathered into and summed on the comm stream: the compute stream waits
       // for the result through the returned work, as for all_reduce_sum.
       c10::cuda::CUDAStreamGuard on_comm(stream_);
-      rows = torch::empty({world_, t.numel()}, t.options());
+      torch::Tensor rows = torch::empty({world_, t.numel()}, t.options());
       check_nccl(ncclAllGather(t.data_ptr(), rows.data_ptr(), t.numel(), nccl_type(t), comm_, stream_.stream()),
                  "ncclAllGather");
       torch::NoGradGuard no_grad;
       auto flat = t.view({-1});
       flat.copy_(rows[0]);
       for (int64_t r = 1; r < world_; ++r) flat.add_(rows[r]);
-    }
-    c10::cuda::CUDACachingAllocator::recordStream(t.storage().data_ptr(), stream_);
-    auto done = std::make_shared<at::cuda::CUDAEvent>();
-    done->record(stream_);
-    monitor_->track(done, describe_collective("all_reduce (rank order)", t), watchdog_->next_sequence(),
-                    watchdog_->phase());
+    });
     return std::make_unique<NcclWork>(done, compute);
   }
   void broadcast(torch::Tensor t, int root) override {
-    check(t, "broadcast");
-    c10::cuda::CUDAGuard guard(device_);
-    auto compute = c10::cuda::getCurrentCUDAStream(device_.index());
-    order_after(compute);
-    check_nccl(ncclBroadcast(t.data_ptr(), t.data_ptr(), t.numel(), nccl_type(t), root, comm_, stream_.stream()),
-               "ncclBroadcast");
-    auto done = std::make_shared<at::cuda::CUDAEvent>();
-    done->record(stream_);
-    done->block(compute);
-    monitor_->track(done, describe_collective("broadcast", t), watchdog_->next_sequence(), watchdog_->phase());
+    auto [done, compute] = enqueue(t, "broadcast", "broadcast", [&] {
+      check_nccl(ncclBroadcast(t.data_ptr(), t.data_ptr(), t.numel(), nccl_type(t), root, comm_, stream_.stream()),
+                 "ncclBroadcast");
+    });
+    done->block(compute);  // blocking for the caller's stream, as the MPI backend is for the host
   }
   void barrier() override {
     auto one = torch::ones({1}, torch::TensorOptions().device(device_));

@@ -26,6 +26,75 @@ double grace_s(double timeout_s) { return std::clamp(0.1 * timeout_s, 2.0, 30.0)
 
 constexpr int kNoticeTag = 7001;
 
+// What the survivors of a timeout learn from each other.
+struct Arrivals {
+  std::vector<bool> heard;    // per rank: its notice came within the grace window (self: true)
+  std::vector<int64_t> got;   // per rank: (sequence, rank) of its notice; -1 where none came
+};
+
+// Sends this rank's notice (the collective it is stuck in) to every peer and listens for
+// theirs for the whole grace window: a peer that timed out a little later still counts.
+Arrivals exchange_notices(MPI_Comm comm, int rank, int world, int64_t seq, double grace) {
+  // The notices may complete after we stop listening: their buffers live forever.
+  auto mine = std::make_shared<std::vector<int64_t>>(std::vector<int64_t>{seq, rank});
+  auto got = std::make_shared<std::vector<int64_t>>(2 * static_cast<size_t>(world), -1);
+  auto recvs = std::make_shared<std::vector<MPI_Request>>(static_cast<size_t>(world), MPI_REQUEST_NULL);
+  keep_forever(mine);
+  keep_forever(got);
+  keep_forever(recvs);
+  for (int p = 0; p < world; ++p) {
+    if (p == rank) continue;
+    MPI_Request s;
+    MPI_Isend(mine->data(), 2, MPI_INT64_T, p, kNoticeTag, comm, &s);
+    MPI_Irecv(got->data() + 2 * p, 2, MPI_INT64_T, p, kNoticeTag, comm, &(*recvs)[static_cast<size_t>(p)]);
+  }
+  const auto start = Clock::now();
+  std::vector<bool> heard(static_cast<size_t>(world), false);
+  heard[static_cast<size_t>(rank)] = true;
+  while (since(start) < grace) {
+    bool all = true;
+    for (int p = 0; p < world; ++p) {
+      if (heard[static_cast<size_t>(p)]) continue;
+      int flag = 0;
+      if (MPI_Test(&(*recvs)[static_cast<size_t>(p)], &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS && flag)
+        heard[static_cast<size_t>(p)] = true;
+      else all = false;
+    }
+    if (all) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return {heard, *got};  // a copy: the buffers MPI may still write stay untouched
+}
+
+// The peers, sorted by what they were doing: silent, in another collective, in this one.
+std::string describe_peers(const Arrivals& a, int rank, int64_t seq, const std::vector<std::string>& hosts,
+                           double grace) {
+  std::vector<std::string> waiting, elsewhere, silent;
+  for (int p = 0; p < static_cast<int>(a.heard.size()); ++p) {
+    if (p == rank) continue;
+    const std::string who = fmt::format("{} ({})", p, hosts[static_cast<size_t>(p)]);
+    if (!a.heard[static_cast<size_t>(p)]) silent.push_back(who);
+    else if (a.got[2 * p] == seq) waiting.push_back(who);
+    else elsewhere.push_back(fmt::format("{} in collective #{}", who, a.got[2 * p]));
+  }
+  std::string msg;
+  if (!silent.empty())
+    msg += fmt::format("; ranks that did not arrive (no word within {:g} s: dead, hung or unreachable): {}", grace,
+                       fmt::join(silent, ", "));
+  if (!elsewhere.empty()) msg += fmt::format("; ranks stuck in a different collective: {}", fmt::join(elsewhere, ", "));
+  if (!waiting.empty()) msg += fmt::format("; ranks waiting in it too: {}", fmt::join(waiting, ", "));
+  if (silent.empty() && elsewhere.empty())
+    msg += "; every rank arrived, so the transport itself stalled (a slow or broken link?)";
+  return msg;
+}
+
+// The lowest-ranked survivor that heard the others: it speaks first.
+int first_speaker(const Arrivals& a, int rank) {
+  for (int p = 0; p < static_cast<int>(a.heard.size()); ++p)
+    if (a.heard[static_cast<size_t>(p)] && (p == rank || a.got[2 * p] >= 0)) return p;
+  return rank;
+}
+
 }  // namespace
 
 bool collectives_broken() { return g_broken.load(); }
@@ -78,69 +147,17 @@ void Watchdog::wait(const std::string& op, const std::function<bool()>& done) {
 
 std::string Watchdog::arrival_report(const std::string& op, double waited_s) {
   const int64_t seq = sequence_;
-  // The notices may complete after we stop listening: their buffers live forever.
-  auto mine_p = std::make_shared<std::vector<int64_t>>(std::vector<int64_t>{seq, rank_});
-  auto got_p = std::make_shared<std::vector<int64_t>>(2 * static_cast<size_t>(world_), -1);
-  auto recvs_p = std::make_shared<std::vector<MPI_Request>>(static_cast<size_t>(world_), MPI_REQUEST_NULL);
-  keep_forever(mine_p);
-  keep_forever(got_p);
-  keep_forever(recvs_p);
-  std::vector<int64_t>& mine = *mine_p;
-  std::vector<int64_t>& got = *got_p;
-  std::vector<MPI_Request>& recvs = *recvs_p;
-  std::vector<MPI_Request> sends;
-  for (int p = 0; p < world_; ++p) {
-    if (p == rank_) continue;
-    MPI_Request s;
-    if (MPI_Isend(mine.data(), 2, MPI_INT64_T, p, kNoticeTag, notice_comm_, &s) == MPI_SUCCESS) sends.push_back(s);
-    MPI_Irecv(got.data() + 2 * p, 2, MPI_INT64_T, p, kNoticeTag, notice_comm_, &recvs[static_cast<size_t>(p)]);
-  }
-  // Listen for the whole window: a peer that timed out a little later than us still counts.
   const double grace = grace_s(timeout_s_);
-  const auto start = Clock::now();
-  std::vector<bool> heard(static_cast<size_t>(world_), false);
-  heard[static_cast<size_t>(rank_)] = true;
-  while (since(start) < grace) {
-    bool all = true;
-    for (int p = 0; p < world_; ++p) {
-      if (heard[static_cast<size_t>(p)]) continue;
-      int flag = 0;
-      if (MPI_Test(&recvs[static_cast<size_t>(p)], &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS && flag)
-        heard[static_cast<size_t>(p)] = true;
-      else all = false;
-    }
-    if (all) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  std::vector<std::string> waiting, elsewhere, silent;
-  for (int p = 0; p < world_; ++p) {
-    if (p == rank_) continue;
-    const std::string who = fmt::format("{} ({})", p, hosts_[static_cast<size_t>(p)]);
-    if (!heard[static_cast<size_t>(p)]) silent.push_back(who);
-    else if (got[2 * p] == seq) waiting.push_back(who);
-    else elsewhere.push_back(fmt::format("{} in collective #{}", who, got[2 * p]));
-  }
+  const Arrivals arrivals = exchange_notices(notice_comm_, rank_, world_, seq, grace);
   std::string msg = fmt::format(
       "collective {} #{} during {} did not complete within dist.timeout_s = {:g} s (waited {:.1f} s) on rank {} "
       "(host {}, pid {})",
       op, seq, phase_, timeout_s_, waited_s, rank_, hosts_[static_cast<size_t>(rank_)], getpid());
-  if (!silent.empty())
-    msg += fmt::format("; ranks that did not arrive (no word within {:g} s: dead, hung or unreachable): {}", grace,
-                       fmt::join(silent, ", "));
-  if (!elsewhere.empty()) msg += fmt::format("; ranks stuck in a different collective: {}", fmt::join(elsewhere, ", "));
-  if (!waiting.empty()) msg += fmt::format("; ranks waiting in it too: {}", fmt::join(waiting, ", "));
-  if (silent.empty() && elsewhere.empty())
-    msg += "; every rank arrived, so the transport itself stalled (a slow or broken link?)";
+  msg += describe_peers(arrivals, rank_, seq, hosts_, grace);
   // Leave the notices in flight: MPI may never complete them now. One survivor speaks
   // first (the lowest-ranked that heard the others); the rest give it time to end the
   // job so that one message, not one per rank, is what the user reads first.
-  int first = rank_;
-  for (int p = 0; p < world_; ++p)
-    if (heard[static_cast<size_t>(p)] && (p == rank_ || got[2 * p] >= 0)) {
-      first = p;
-      break;
-    }
-  if (first != rank_) std::this_thread::sleep_for(std::chrono::seconds(2));
+  if (first_speaker(arrivals, rank_) != rank_) std::this_thread::sleep_for(std::chrono::seconds(2));
   return msg;
 }
 

@@ -44,11 +44,9 @@ std::vector<std::vector<int32_t>> split_sources(const config::Config& cfg, const
   data::ShardedCorpus corpus(cfg.data.shard_dir, split);
   std::vector<std::vector<int32_t>> sources;
   std::vector<int32_t> s, t;
-  // Same truncation as Translator::encode: room for EOS inside the positional table.
-  const size_t keep = static_cast<size_t>(cfg.model.max_positions - 1);
   for (int64_t i = 0; i < corpus.size(); ++i) {
     corpus.read(i, &s, &t);
-    if (s.size() > keep) s.resize(keep);
+    truncate_source(s, cfg.model.max_positions);  // as Translator::encode does
     sources.push_back(s);
   }
   return sources;

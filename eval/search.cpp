@@ -44,6 +44,86 @@ std::vector<int64_t> forced_eos(const std::vector<int64_t>& sentences, int64_t p
   return forced;
 }
 
+struct Beam {
+  std::vector<int64_t> tokens;
+  double score = 0;
+};
+
+struct Candidate {
+  double score;
+  int64_t beam, token;
+  float log_prob;
+};
+
+// The continuations of the sentence at position p (rows p * beams ...), best first; equal
+// scores keep the order of beam, then the row's rank.
+void rank_continuations(const Candidates& cand, int64_t p, int64_t beams, const std::vector<Beam>& live,
+                        std::vector<Candidate>& ranked) {
+  auto lp = cand.log_probs.accessor<float, 2>();
+  auto tok = cand.tokens.accessor<int64_t, 2>();
+  const int64_t per_row = cand.log_probs.size(1);
+  ranked.clear();
+  for (int64_t j = 0; j < beams; ++j) {
+    const double base = live[j].score;
+    if (base == kNegInf) continue;  // a placeholder beam (fewer than k continued)
+    for (int64_t c = 0; c < per_row; ++c) {
+      const float l = lp[p * beams + j][c];
+      if (l == -std::numeric_limits<float>::infinity()) break;
+      ranked.push_back({base + static_cast<double>(l), j, tok[p * beams + j][c], l});
+    }
+  }
+  std::stable_sort(ranked.begin(), ranked.end(), [](const Candidate& a, const Candidate& b) { return a.score > b.score; });
+}
+
+// One step of the sentence at position p: its best continuations either finish (EOS) or
+// become its next k beams (padded with placeholders). Appends the decoder rows the beams
+// come from to `origin` and their tokens to `next`. False when the sentence is done.
+bool advance_sentence(const std::vector<Candidate>& ranked, int64_t p, int64_t beams, const SearchOptions& opt,
+                      std::vector<Beam>& live, std::vector<Hypothesis>& finished, std::vector<int64_t>& origin,
+                      std::vector<int64_t>& next) {
+  const int64_t k = opt.beam;
+  const auto kept = std::min<size_t>(ranked.size(), static_cast<size_t>(2 * k));
+  std::vector<Beam> fresh;
+  std::vector<int64_t> fresh_origin, fresh_next;
+  for (size_t c = 0; c < kept && static_cast<int64_t>(fresh.size()) < k; ++c) {
+    const Candidate& x = ranked[c];
+    const Beam& from = live[x.beam];
+    if (x.token == opt.eos) {
+      // fairseq's rule (eos_mask[:, :beam_size]), CTranslate2's too: a hypothesis ends only
+      // when its EOS is among the k best candidates; one ranked lower would fill the
+      // finished list with poor hypotheses and stop the search early.
+      if (static_cast<int64_t>(c) < k && static_cast<int64_t>(finished.size()) < k)
+        finished.push_back({from.tokens, x.score, normalize(x.score, from.tokens.size(), opt.lenpen)});
+    } else {
+      Beam b{from.tokens, x.score};
+      b.tokens.push_back(x.token);
+      fresh.push_back(std::move(b));
+      fresh_origin.push_back(p * beams + x.beam);
+      fresh_next.push_back(x.token);
+    }
+  }
+  // fairseq's rule: a sentence is finished once it has k complete hypotheses.
+  if (static_cast<int64_t>(finished.size()) >= k || fresh.empty()) return false;
+  for (auto j = static_cast<int64_t>(fresh.size()); j < k; ++j) {
+    fresh.push_back({{}, kNegInf});  // its score keeps it out of every ranking
+    fresh_origin.push_back(p * beams);
+    fresh_next.push_back(opt.eos);
+  }
+  live = std::move(fresh);
+  origin.insert(origin.end(), fresh_origin.begin(), fresh_origin.end());
+  next.insert(next.end(), fresh_next.begin(), fresh_next.end());
+  return true;
+}
+
+// Each sentence's finished hypotheses, best normalized score first, at most nbest.
+std::vector<std::vector<Hypothesis>> best_first(std::vector<std::vector<Hypothesis>> finished, int64_t nbest) {
+  for (auto& f : finished) {
+    std::stable_sort(f.begin(), f.end(), [](const Hypothesis& a, const Hypothesis& b) { return a.normalized > b.normalized; });
+    if (static_cast<int64_t>(f.size()) > nbest) f.resize(nbest);
+  }
+  return finished;
+}
+
 }  // namespace
 
 // Speed (bench/decode): sentences that have finished leave the batch, so each step runs
@@ -101,21 +181,11 @@ std::vector<std::vector<Hypothesis>> beam_search(model::TransformerImpl& model, 
   const torch::Device device = src.device();
   const auto limit = max_lengths(src, opt, model.config().max_positions);
   model::DecoderState state = model.start_decoding(src);
-
-  struct Beam {
-    std::vector<int64_t> tokens;
-    double score = 0;
-  };
   std::vector<std::vector<Beam>> live(batch, std::vector<Beam>(1));  // one row per sentence at step 0
   std::vector<std::vector<Hypothesis>> finished(batch);
   std::vector<int64_t> active(batch);  // active[p]: the sentence at position p
   std::iota(active.begin(), active.end(), 0);
-
-  struct Candidate {
-    double score;
-    int64_t beam, token;
-    float log_prob;
-  };
+  std::vector<Candidate> ranked;
   torch::Tensor prev = torch::full({batch}, opt.bos, torch::TensorOptions().dtype(torch::kInt64).device(device));
   for (int64_t t = 0; !active.empty(); ++t) {
     const auto n = static_cast<int64_t>(active.size());
@@ -124,60 +194,12 @@ std::vector<std::vector<Hypothesis>> beam_search(model::TransformerImpl& model, 
     const torch::Tensor logits = model.decode_step_logits(prev, state);  // [n * beams, vocab]
     // A sentence's best 2k continuations (up to k may end in EOS) are among the best 2k of
     // each of its rows.
-    const int64_t per_row = 2 * k;
-    const Candidates cand = top_candidates(logits, per_row, {opt.pad, opt.bos}, forced_eos(active, beams, t, limit, opt));
-    auto lp = cand.log_probs.accessor<float, 2>();
-    auto tok = cand.tokens.accessor<int64_t, 2>();
-
+    const Candidates cand = top_candidates(logits, 2 * k, {opt.pad, opt.bos}, forced_eos(active, beams, t, limit, opt));
     std::vector<int64_t> keep_positions, origin, next;
-    std::vector<Candidate> ranked;
     for (int64_t p = 0; p < n; ++p) {
       const int64_t s = active[p];
-      ranked.clear();
-      for (int64_t j = 0; j < beams; ++j) {
-        const double base = live[s][j].score;
-        if (base == kNegInf) continue;  // a placeholder beam (fewer than k continued)
-        for (int64_t c = 0; c < per_row; ++c) {
-          const float l = lp[p * beams + j][c];
-          if (l == -std::numeric_limits<float>::infinity()) break;
-          ranked.push_back({base + static_cast<double>(l), j, tok[p * beams + j][c], l});
-        }
-      }
-      // Best first; equal scores keep the order above (beam, then the row's rank).
-      const auto kept = std::min<size_t>(ranked.size(), static_cast<size_t>(2 * k));
-      std::stable_sort(ranked.begin(), ranked.end(), [](const Candidate& a, const Candidate& b) { return a.score > b.score; });
-      std::vector<Beam> fresh;
-      std::vector<int64_t> fresh_origin;
-      for (size_t c = 0; c < kept && static_cast<int64_t>(fresh.size()) < k; ++c) {
-        const Candidate& x = ranked[c];
-        const Beam& from = live[s][x.beam];
-        if (x.token == opt.eos) {
-          // fairseq's rule (eos_mask[:, :beam_size]), CTranslate2's too: a hypothesis ends only
-          // when its EOS is among the k best candidates; one ranked lower would fill the
-          // finished list with poor hypotheses and stop the search early.
-          if (static_cast<int64_t>(c) < k && static_cast<int64_t>(finished[s].size()) < k)
-            finished[s].push_back({from.tokens, x.score, normalize(x.score, from.tokens.size(), opt.lenpen)});
-        } else {
-          Beam b{from.tokens, x.score};
-          b.tokens.push_back(x.token);
-          fresh.push_back(std::move(b));
-          fresh_origin.push_back(p * beams + x.beam);
-          next.push_back(x.token);
-        }
-      }
-      // fairseq's rule: a sentence is finished once it has k complete hypotheses.
-      if (static_cast<int64_t>(finished[s].size()) >= k || fresh.empty()) {
-        next.resize(next.size() - fresh.size());
-        continue;
-      }
-      for (auto j = static_cast<int64_t>(fresh.size()); j < k; ++j) {
-        fresh.push_back({{}, kNegInf});  // its score keeps it out of every ranking
-        fresh_origin.push_back(p * beams);
-        next.push_back(opt.eos);
-      }
-      live[s] = std::move(fresh);
-      keep_positions.push_back(p);
-      origin.insert(origin.end(), fresh_origin.begin(), fresh_origin.end());
+      rank_continuations(cand, p, beams, live[s], ranked);
+      if (advance_sentence(ranked, p, beams, opt, live[s], finished[s], origin, next)) keep_positions.push_back(p);
     }
     if (keep_positions.empty()) break;
     torch::Tensor shared;  // the source side (one row per sentence) moves only when sentences leave
@@ -188,19 +210,7 @@ std::vector<std::vector<Hypothesis>> beam_search(model::TransformerImpl& model, 
     active = std::move(still);
     prev = on_device(next, device);
   }
-  std::vector<std::vector<Hypothesis>> out(batch);
-  for (int64_t i = 0; i < batch; ++i) {
-    auto& f = finished[i];
-    std::stable_sort(f.begin(), f.end(), [](const Hypothesis& a, const Hypothesis& b) { return a.normalized > b.normalized; });
-    if (static_cast<int64_t>(f.size()) > opt.nbest) f.resize(opt.nbest);
-    out[i] = std::move(f);
-  }
-  return out;
-}
-
-std::vector<std::vector<Hypothesis>> search(model::TransformerImpl& model, const torch::Tensor& src,
-                                            const SearchOptions& opt) {
-  return opt.beam == 1 ? greedy_search(model, src, opt) : beam_search(model, src, opt);
+  return best_first(std::move(finished), opt.nbest);
 }
 
 }  // namespace nmt::eval

@@ -34,12 +34,17 @@ void Translator::init() {
   options_.pad = manifest_.special.pad;
 }
 
+void truncate_source(std::vector<int32_t>& ids, int64_t max_positions) {
+  // Leave room for EOS inside the positional table.
+  if (ids.size() > static_cast<size_t>(max_positions - 1)) ids.resize(static_cast<size_t>(max_positions - 1));
+}
+
 std::vector<int32_t> Translator::encode(const std::string& line) const {
   std::vector<int> ids;
   spm_.Encode(line, &ids);
-  // Leave room for EOS inside the positional table.
-  const auto keep = std::min<size_t>(ids.size(), static_cast<size_t>(cfg_.model.max_positions - 1));
-  return std::vector<int32_t>(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(keep));
+  std::vector<int32_t> source(ids.begin(), ids.end());
+  truncate_source(source, cfg_.model.max_positions);
+  return source;
 }
 
 std::string Translator::decode(const std::vector<int64_t>& ids) const {

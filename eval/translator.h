@@ -19,6 +19,10 @@ struct Translation {
   double score = 0;    // length-normalised log-probability
 };
 
+// Cuts a source to max_positions - 1 pieces, leaving room for EOS in the positional table:
+// what every decoded source goes through (Translator::encode, split_sources).
+void truncate_source(std::vector<int32_t>& ids, int64_t max_positions);
+
 class Translator {
  public:
   // Loads the shard directory's manifest and SentencePiece model and the checkpoint,
@@ -41,9 +45,6 @@ class Translator {
  private:
   void init();
 
- public:
-
- private:
   config::Config cfg_;
   data::Manifest manifest_;
   sentencepiece::SentencePieceProcessor spm_;

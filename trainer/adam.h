@@ -24,7 +24,6 @@ class Adam {
   // Throws std::runtime_error naming the parameter when shapes or names differ.
   void load_state_dict(const c10::Dict<std::string, c10::Dict<std::string, torch::Tensor>>& state);
 
-  const std::vector<std::pair<std::string, torch::Tensor>>& params() const { return params_; }
 
  private:
   std::vector<std::pair<std::string, torch::Tensor>> params_;
