@@ -1,6 +1,7 @@
 #pragma once
-// Checkpoints (DESIGN.md, stable surface): a generic dict written with
-// torch::pickle_save, which Python's torch.load(weights_only=True) reads:
+// Checkpoints (docs/ARCHITECTURE.md, the checkpoint format): a generic dict written by
+// pickle_save_untagged (checkpoint/torch_pickle.h), which Python's
+// torch.load(weights_only=True) reads:
 //   model      {parameter name -> tensor}
 //   optimizer  {parameter name -> {exp_avg, exp_avg_sq, step}}
 //   update, epoch, format_version (int), config (resolved YAML), vocab_sha256 (str),

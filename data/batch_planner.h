@@ -1,5 +1,5 @@
 #pragma once
-// Micro-batch planning (DESIGN.md, "Batches and ranks"): a pure function of (lengths,
+// Micro-batch planning (docs/ARCHITECTURE.md, "Contracts": batches and ranks): a pure function of (lengths,
 // seed, epoch, max_tokens, world_size x update_freq).
 //
 //   1. pack: sort examples by length and cut the sorted run into micro-batches of at most

@@ -1,5 +1,5 @@
 #pragma once
-// manifest.json: the index of a shard directory (DESIGN.md, "Shards").
+// manifest.json: the index of a shard directory (docs/ARCHITECTURE.md, "Contracts": shards).
 //
 //   { "format_version": 1, "src_lang": "de", "tgt_lang": "en",
 //     "spm_model": "spm.model", "spm_sha256": "...", "vocab_size": 8000,

@@ -14,5 +14,5 @@
 // bind to this buffer, big and aligned enough for sentencepiece's Flag. c10 reads its
 // FLAGS_minloglevel only when it parses command-line flags, which nmtrain never asks it to
 // do, so sentencepiece owns the buffer and c10's other flags stay as built.
-// tests/symbol_clash_test.cpp checks the flag and the exception.
+// tests/out_of_memory_test.cpp checks the flag and the exception.
 alignas(64) unsigned char FLAGS_minloglevel[128];

@@ -1,5 +1,5 @@
 #pragma once
-// The on-disk contract of preprocessed data (DESIGN.md, "Shards"). Anyone can read it,
+// The on-disk contract of preprocessed data (docs/ARCHITECTURE.md, "Contracts": shards). Anyone can read it,
 // h5py included:
 //
 //   {shard_dir}/manifest.json                    the index; see manifest.h

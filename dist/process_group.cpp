@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <thread>
 
 #include "dist/dist_error.h"
 
@@ -34,12 +35,16 @@ ProcessGroup::ProcessGroup(int* argc, char*** argv) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {
-    int provided = 0;
-    // Gradient hooks may issue collectives from autograd's threads on GPUs; ask for full
-    // thread support and fall back to serialized calls (the CPU path needs no more).
-    if (MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
+    // MPI carries CPU tensors only, whose gradient hooks run on the thread that called
+    // backward (autograd's own threads serve GPU tensors, whose collectives go through
+    // NCCL). MULTIPLE is asked for because a watchdog may abort the job from its own
+    // thread; abort() checks what was given instead of assuming it.
+    if (MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &thread_level_) != MPI_SUCCESS)
       throw DistError("MPI_Init_thread failed");
+  } else {
+    MPI_Query_thread(&thread_level_);
   }
+  init_thread_ = std::this_thread::get_id();
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &world_size_);
   MPI_Comm local;
@@ -67,8 +72,12 @@ void ProcessGroup::abort(int code) const {
   // MPI_Abort asks the launcher to end every rank; should that itself hang (the launcher
   // unreachable behind a cut link), the alarm's default action ends this process anyway.
   alarm(20);
-  MPI_Abort(MPI_COMM_WORLD, code);
-  std::_Exit(code);  // MPI_Abort does not return; this keeps the compiler sure of it
+  // Off the thread that initialised MPI, MPI_Abort is allowed only at MPI_THREAD_MULTIPLE.
+  // Below it, exiting is the safe way: mpirun and srun end the whole job when a rank exits
+  // without MPI_Finalize.
+  if (thread_level_ >= MPI_THREAD_MULTIPLE || std::this_thread::get_id() == init_thread_)
+    MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);
 }
 
 }  // namespace nmt::dist

@@ -5,6 +5,7 @@
 // communicator; it picks the GPU) are
 // passed explicitly to whatever needs them; nothing else here is global.
 #include <string>
+#include <thread>
 
 namespace nmt::dist {
 
@@ -36,6 +37,8 @@ class ProcessGroup {
  private:
   int rank_ = 0, world_size_ = 1, local_rank_ = 0, local_size_ = 1;
   std::string host_;
+  int thread_level_ = 0;              // MPI's provided thread level
+  std::thread::id init_thread_;      // the thread that initialised MPI
 };
 
 }  // namespace nmt::dist

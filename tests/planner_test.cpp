@@ -1,4 +1,4 @@
-// Batch planner: DESIGN.md's "Batches and ranks" contract as properties.
+// Batch planner: the "Batches and ranks" contract of docs/ARCHITECTURE.md as properties.
 #include <algorithm>
 #include <map>
 #include <set>
