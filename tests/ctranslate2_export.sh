@@ -50,17 +50,22 @@ refused "a PyTorch file that is not our checkpoint" "not an nmtrain checkpoint (
   "${EXPORT[@]}" --checkpoint "$here/fixtures/transformer_postnorm.pt" --output out
 refused "a file that is no checkpoint at all" "c.yaml: not a readable nmtrain checkpoint" \
   "${EXPORT[@]}" --checkpoint c.yaml --output out
-refused "a non-empty output directory" "full: output directory exists and is not empty (use --force to replace it)" \
+refused "a non-empty output directory" "full: output directory exists and holds 'keep', which export_ctranslate2 does not write" \
   "${EXPORT[@]}" --checkpoint run/last.pt --output full
+refused "--force on a directory it did not write" "--force replaces only a directory export_ctranslate2 wrote" \
+  "${EXPORT[@]}" --checkpoint run/last.pt --output full --force
 [ ! -e out ] && [ "$(ls -A full)" = keep ] || fail "a refused export wrote something"
 
 "${EXPORT[@]}" --checkpoint run/last.pt --output ct2 --config c.yaml > export.log 2>&1 || { cat export.log; fail export; }
 for f in model.bin config.json shared_vocabulary.json spm.model nmtrain.json; do
   [ -f "ct2/$f" ] || fail "the export lacks ct2/$f"
 done
-"${EXPORT[@]}" --checkpoint run/last.pt --output full --force > /dev/null 2>&1 || fail "export --force"
-[ -f full/model.bin ] && [ ! -e full/keep ] || fail "--force did not replace full/"
-ls -a . | grep -q '\.tmp-' && fail "the export left a temporary"
+refused "an earlier export without --force" "ct2: output directory exists and is not empty (use --force to replace it)" \
+  "${EXPORT[@]}" --checkpoint run/last.pt --output ct2
+touch -d @0 ct2/model.bin
+"${EXPORT[@]}" --checkpoint run/last.pt --output ct2 --config c.yaml --force > /dev/null 2>&1 || fail "export --force"
+[ -f ct2/nmtrain.json ] && [ "$(stat -c %Y ct2/model.bin)" != 0 ] || fail "--force did not replace the earlier export ct2/"
+ls -a . | grep -q '\.tmp-\|\.old-' && fail "the export left a temporary"
 echo "ok: $(cat export.log)"
 
 # Sources: the validation and test sets and the first 460 training sentences, 500 lines.

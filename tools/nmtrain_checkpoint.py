@@ -7,7 +7,6 @@ import os
 import pickle
 from dataclasses import dataclass
 
-import torch
 import yaml
 
 FORMAT_VERSION = 1  # checkpoint::kCheckpointFormatVersion
@@ -122,6 +121,7 @@ def _check_weights(path, m, weights):
 
 
 def load(path):
+    import torch  # imported here, not at the top: a tool's refusals before it reads a checkpoint need no torch
     if os.path.isdir(path):
         raise BadInput(f"{path}: is a directory, not a checkpoint file (give a .pt file, e.g. "
                        f"{os.path.join(path, 'last.pt')})")

@@ -44,7 +44,9 @@ not touched); an interrupted point resumes with `train --resume auto` (or is onl
 its training had ended). A time budget counts per train process, so a resumed process gets
 train.max_minutes = the budget minus the training wall time already spent (metrics.jsonl).
 A point whose config or overrides in the sweep file differ from those it was started or
-finished with is refused (exit 2): rename it, or remove its directory to rerun it.
+finished with is refused (exit 2): rename it, or remove its directory to rerun it. An --out
+that exists, is not empty and holds no sweep's table.csv or NAME/sweep_point.json (a run,
+shards, raw data, anything else) is refused (exit 2): the sweep writes only where it wrote before.
 
 A train, average or evaluate that fails marks its point failed (the end of its log is
 printed); the sweep goes on with the next point and exits 1 at the end, naming the failures.
@@ -171,6 +173,8 @@ def directive_point(sweep, args, line):
     name = args[0]
     if not NAME_RE.match(name):
         raise SweepError(f"{where}: point name '{name}' may only have letters, digits, '_', '.' and '-'")
+    if not name.strip("."):  # OUT/. is OUT itself, OUT/.. the folder above it
+        raise SweepError(f"{where}: point name '{name}' names no directory of its own under OUT")
     for other in sweep.points:
         if other.name == name:
             raise SweepError(f"{where}: point '{name}' is already defined at line {other.line}")
@@ -242,6 +246,40 @@ def write_atomic(path, text):
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
+
+
+def is_sweep_out(out, entries):
+    """True when the directory out holds what a sweep writes: its table.csv, or a point
+    directory with sweep_point.json or result.json."""
+    try:
+        with open(os.path.join(out, "table.csv"), encoding="utf-8") as f:
+            if f.readline().startswith("point,status,"):
+                return True
+    except (OSError, UnicodeDecodeError):
+        pass
+    return any(os.path.isfile(os.path.join(out, e, name)) for e in entries for name in (STATE, RESULT))
+
+
+def check_out(out):
+    """Refuse an --out that exists but was not written by a sweep: the tables and point
+    directories must not land among a run's checkpoints, shards, raw data or anyone's files
+    (a table.md there would be replaced)."""
+    if not os.path.exists(out):
+        return
+    if not os.path.isdir(out):
+        raise SweepError(f"--out {out}: exists and is not a directory")
+    entries = os.listdir(out)
+    if not entries or is_sweep_out(out, entries):
+        return
+    runs = sorted(e for e in entries if e.endswith(".pt") or e == "metrics.jsonl")
+    if "manifest.json" in entries:
+        what = "shards (manifest.json)"
+    elif runs:
+        what = f"checkpoints ({'last.pt' if 'last.pt' in runs else runs[0]})"
+    else:
+        what = f"'{sorted(entries)[0]}'"
+    raise SweepError(f"--out {out}: exists and holds {what}, but no sweep wrote there (no table.csv or "
+                     f"NAME/{STATE}): choose another --out, or an empty or new directory")
 
 
 def read_json(path):
@@ -801,6 +839,7 @@ def main(argv=None):
     out = args.out or os.path.join("runs", "sweeps", os.path.splitext(os.path.basename(args.sweep_file))[0])
     try:
         ctx = Context(parse_sweep(args.sweep_file), out, args.build)
+        check_out(ctx.out)
         for folder, name in (("trainer", "train"), ("trainer", "average"), ("eval", "evaluate")):
             if not os.access(ctx.binary(folder, name), os.X_OK):
                 raise SweepError(f"{ctx.binary(folder, name)}: no such program (build first, or pass --build DIR)")
