@@ -6,11 +6,21 @@
 #   launch/supervise.sh [--max-restarts N] [--backoff S] [--max-backoff S] [--log FILE] -- COMMAND...
 #
 #   exit 0 of COMMAND   done: exit 0
+#   COMMAND cannot start (no such file, a directory, not executable, not on PATH): refused
+#                       before the first attempt, nothing started; exit 2, as for the
+#                       supervisor's other command-line errors
 #   exit 2 of COMMAND   bad input (config, data, checkpoint, command line: cli/exit_codes.h):
 #                       never restarted, rerunning cannot fix it; exit 2
-#   anything else       a fault (3: collective timeout or failure; a rank killed; mpirun's
-#                       own codes): rerun after S seconds, S doubling up to --max-backoff;
-#                       after N restarts give up with the last error and its exit code
+#   exit 126 / 127      the shell could not execute a program (126) or found none (127), e.g. a
+#                       wrapper script's inner command or a missing #! interpreter: it fails
+#                       the same way on every rerun; not restarted, exit 126 / 127
+#   anything else       a fault (1: failed, may recur; 3: collective timeout or failure; 128+N
+#                       and mpirun's own codes: a rank killed, a node lost): rerun after S
+#                       seconds, S doubling up to --max-backoff; after N restarts give up with
+#                       the last error and its exit code
+# The codes are those of the README's "Errors and exit codes" table and cli/exit_codes.h: only
+# the codes that say "the same command can never succeed" end at once; every other code may
+# be a fault that a rerun from the newest checkpoint gets past.
 # SIGINT/SIGTERM to the supervisor go to the job, which is then not restarted.
 set -uo pipefail
 max_restarts=3 backoff=10 max_backoff=300 log=""
@@ -31,6 +41,24 @@ while [ $# -gt 0 ]; do
 done
 [ $# -ge 1 ] || usage
 cmd=("$@")
+# The reason COMMAND cannot be started at all, or nothing. Checked once, before the first
+# attempt: no backoff and no restart can make a missing program appear.
+cannot_start() {
+  local c=$1
+  if [[ $c == */* ]]; then
+    if [ ! -e "$c" ]; then echo "no such file"
+    elif [ -d "$c" ]; then echo "is a directory, not a program"
+    elif [ ! -x "$c" ]; then echo "not executable (no execute permission)"
+    fi
+  elif [ "$(type -t "$c")" != builtin ] && ! type -P "$c" > /dev/null; then
+    echo "not found on PATH"
+  fi
+}
+why=$(cannot_start "${cmd[0]}")
+if [ -n "$why" ]; then
+  echo "supervise: error: cannot start '${cmd[0]}': $why; nothing started, not restarting" >&2
+  exit 2
+fi
 [ -n "$log" ] || log=$(mktemp "${TMPDIR:-/tmp}/supervise.XXXXXX.log")
 say() { echo "supervise: $*" >&2; echo "supervise: $*" >> "$log"; }
 
@@ -62,9 +90,12 @@ while :; do
   child=0
   sleep 0.2  # let tee write the job's last lines
   cat "$attempt_log" >> "$log"
-  # Our own ": error: " line first; else what Open MPI said about the end of the job.
+  # Our own ": error: " line first; else what Open MPI said about the end of the job; else,
+  # for a job that is not restarted, the first line it printed (a usage error's reason, the
+  # shell's "command not found").
   last_error=$(grep -E ': error: ' "$attempt_log" | tail -1)
   [ -n "$last_error" ] || last_error=$(grep -E 'noticed that process|lost communication|Killed|ERROR' "$attempt_log" | tail -1)
+  [ -n "$last_error" ] || case $rc in 2|126|127) last_error=$(grep -m1 . "$attempt_log") ;; esac
   rm -f "$attempt_log"
   elapsed=$(($(date +%s) - start))
   if [ "$rc" -eq 0 ]; then
@@ -75,9 +106,19 @@ while :; do
     say "stopped by a signal (exit $rc): not restarting"
     exit "$rc"
   fi
+  # Exit codes a rerun cannot change end here, with the reason: 2 is the project's "bad input
+  # refused" (cli/exit_codes.h kExitBadInput: config, data, checkpoint or command line, usage
+  # errors included); 126/127 are the shell's "cannot execute" / "command not found" (the
+  # program inside a wrapper, or a #! interpreter, is missing: it is missing next time too).
   if [ "$rc" -eq 2 ]; then
-    say "exit 2 after ${elapsed} s: bad input, not restarting. ${last_error}"
+    say "exit 2 after ${elapsed} s: bad input, not restarting: ${cmd[*]}. ${last_error:-no error printed}"
     exit 2
+  fi
+  if [ "$rc" -eq 126 ] || [ "$rc" -eq 127 ]; then
+    what="a program it runs was not found"
+    [ "$rc" -eq 126 ] && what="a program it runs could not be executed"
+    say "exit $rc after ${elapsed} s: ${what} (the shell's exit $rc), not restarting: ${cmd[*]}. ${last_error:-no error printed}"
+    exit "$rc"
   fi
   if [ "$attempt" -ge "$max_restarts" ]; then
     say "giving up after $max_restarts restart(s): last exit $rc after ${elapsed} s. Last error: ${last_error:-none printed}"

@@ -20,7 +20,8 @@ YAML
 "$TRAIN" --config c.yaml > train.log 2>&1 || { cat train.log; fail "train"; }
 "$EVAL" --config c.yaml --checkpoint run/last.pt --split test --beam 2 --output hyp.txt > /dev/null 2>&1 || fail evaluate
 
-snapshot() { find run shards hyp.txt c.yaml -type f ! -name .lock -print0 | sort -z | xargs -0 sha256sum; }
+snap_paths=(run shards raw hyp.txt c.yaml)
+snapshot() { find "${snap_paths[@]}" -type f ! -name .lock -print0 | sort -z | xargs -0 sha256sum; }
 snapshot > before.sha256
 checked=0
 # refused NAME EXPECTED-TEXT COMMAND...: exit 2, the text in stderr, nothing changed.
@@ -115,6 +116,107 @@ refused "average of a directory" "run: is a directory, not a checkpoint file" "$
 refused "max_tokens below the longest sentence" "config key 'data.max_tokens' = 3: split 'train' has a sentence of" \
   "$TRAIN" --config c.yaml data.max_tokens=3
 
+# Issue 24, 7. An output option never destroys what it did not write: a run, shards, raw data
+# or an input given as the output (however spelled) is refused, --force or not; only an
+# earlier export of the tool itself is replaced.
+tools=$here/../tools
+mkdir ckpts && cp run/update_3.pt ckpts/ && ln -s run runlink
+snap_paths+=(ckpts runlink/)
+snapshot > before.sha256
+if "$python" -c "import ctranslate2, sentencepiece" 2> /dev/null; then
+  EXPORT=("$python" "$tools/export_ctranslate2.py")
+  refused "export --force onto the run holding its checkpoint" "--output run: contains the checkpoint run/last.pt, an input" \
+    "${EXPORT[@]}" --checkpoint run/last.pt --config c.yaml --output run --force
+  refused "export --force onto that run through a symlink" "--output runlink/: contains the checkpoint run/last.pt, an input" \
+    "${EXPORT[@]}" --checkpoint run/last.pt --config c.yaml --output runlink/ --force
+  refused "export --output = the checkpoint" "--output ./run/../run/last.pt: is the checkpoint run/last.pt, an input" \
+    "${EXPORT[@]}" --checkpoint run/last.pt --config c.yaml --output ./run/../run/last.pt --force
+  refused "export --force onto the shard directory given" "--output shards: is the shard directory shards, an input" \
+    "${EXPORT[@]}" --checkpoint run/last.pt --shard-dir shards --output shards --force
+  refused "export --force onto shards" "shards: output directory exists and holds shards (manifest.json), not an earlier export: --force replaces only a directory export_ctranslate2 wrote" \
+    "${EXPORT[@]}" --checkpoint run/last.pt --config c.yaml --output shards --force
+  refused "export --force onto another run's checkpoints" "ckpts: output directory exists and holds checkpoints (update_3.pt), not an earlier export" \
+    "${EXPORT[@]}" --checkpoint run/last.pt --config c.yaml --output ckpts --force
+  refused "export --force onto raw data" "raw: output directory exists and holds 'test_2016_flickr.de', which export_ctranslate2 does not write" \
+    "${EXPORT[@]}" --checkpoint run/last.pt --config c.yaml --output raw --force
+  # An earlier export: kept without --force, replaced with it; with a file it did not write, kept.
+  "${EXPORT[@]}" --checkpoint run/last.pt --config c.yaml --output ct2 > export.log 2>&1 || { cat export.log; fail "export"; }
+  snap_paths+=(ct2)
+  snapshot > before.sha256
+  refused "export onto an earlier export without --force" "ct2: output directory exists and is not empty (use --force to replace it)" \
+    "${EXPORT[@]}" --checkpoint run/last.pt --config c.yaml --output ct2
+  echo notes > ct2/notes.txt
+  snapshot > before.sha256
+  refused "export --force onto an export holding a file it did not write" "ct2: output directory exists and holds 'notes.txt', which export_ctranslate2 does not write" \
+    "${EXPORT[@]}" --checkpoint run/last.pt --config c.yaml --output ct2 --force
+  rm ct2/notes.txt && touch -d @0 ct2/model.bin
+  "${EXPORT[@]}" --checkpoint run/last.pt --config c.yaml --output ct2 --force > export.log 2>&1 || { cat export.log; fail "export --force onto its own export"; }
+  [ "$(stat -c %Y ct2/model.bin)" != 0 ] && [ -f ct2/nmtrain.json ] || fail "export --force did not replace its earlier export"
+  ls -a . | grep -q '\.tmp-\|\.old-' && fail "export --force left a temporary"
+  snapshot > before.sha256
+  echo "ok: export --force replaced its own earlier export ct2/"
+else
+  echo "skipped: export_ctranslate2 cases ($python lacks ctranslate2 or sentencepiece)"
+fi
+refused "plot_run --output = the run's metrics.jsonl" "--output ./run/../run/metrics.jsonl: is run/metrics.jsonl, an input" \
+  "$python" "$tools/plot_run" run --output ./run/../run/metrics.jsonl
+refused "plot_run --output = the run directory" "--output runlink: is run, an input" \
+  "$python" "$tools/plot_run" run --output runlink
+printf 'config c.yaml\npoint a train.max_updates=2\n' > s.sweep
+refused "sweep --out a run" "--out run: exists and holds checkpoints (last.pt), but no sweep wrote there" \
+  "$python" "$tools/sweep.py" s.sweep --build "$build" --out run
+refused "sweep --out shards" "--out shards: exists and holds shards (manifest.json), but no sweep wrote there" \
+  "$python" "$tools/sweep.py" s.sweep --build "$build" --out shards
+refused "sweep --out raw data" "--out raw: exists and holds 'test_2016_flickr.de', but no sweep wrote there" \
+  "$python" "$tools/sweep.py" s.sweep --build "$build" --out raw --dry-run
+printf 'config c.yaml\npoint .. train.max_updates=2\n' > up.sweep
+refused "sweep point named .." "up.sweep:2: point name '..' names no directory of its own under OUT" \
+  "$python" "$tools/sweep.py" up.sweep --build "$build" --out sw
+[ ! -e sw ] || fail "a refused sweep made its --out"
+
+# Issue 24, 8. The supervisor restarts only what a restart can fix: a command that cannot
+# start, a shell's 126/127 and a usage error (exit 2) end at once with the reason, without
+# a backoff (60 s here); a fault (exit 3) is still restarted.
+SUP=$here/../launch/supervise.sh
+# supervised NAME EXIT ATTEMPTS EXPECTED-TEXT COMMAND...: under supervise.sh --backoff 60.
+supervised() {
+  local name=$1 want_rc=$2 attempts=$3 want=$4; shift 4
+  local start=$SECONDS
+  bash "$SUP" --max-restarts 1 --backoff 60 --log sup.log -- "$@" > out.txt 2> err.txt
+  local rc=$? took=$((SECONDS - start))
+  [ $rc = "$want_rc" ] || { cat err.txt; fail "$name: exit $rc, expected $want_rc"; }
+  grep -qF -- "$want" err.txt || { cat err.txt; fail "$name: message lacks '$want'"; }
+  [ "$(grep -c '^supervise: attempt ' err.txt)" = "$attempts" ] || { cat err.txt; fail "$name: not $attempts attempt(s)"; }
+  [ $took -lt 60 ] || fail "$name: took $took s: it waited a backoff"
+  snapshot | cmp -s - before.sha256 || { snapshot | diff - before.sha256; fail "$name: an existing file changed"; }
+  echo "ok: $name: exit $rc after $took s: $(grep -F -- "$want" err.txt | head -1 | cut -c1-200)"
+  checked=$((checked + 1))
+}
+printf '#!/bin/sh\necho never\n' > notexec.sh
+printf '#!/no/such/interpreter\n' > badinterp.sh && chmod +x badinterp.sh
+supervised "supervise: a program that does not exist" 2 0 \
+  "supervise: error: cannot start './no-such-program': no such file; nothing started, not restarting" ./no-such-program --config c.yaml
+supervised "supervise: a name not on PATH" 2 0 "cannot start 'no-such-program': not found on PATH" no-such-program --config c.yaml
+supervised "supervise: a file without execute permission" 2 0 \
+  "cannot start './notexec.sh': not executable (no execute permission)" ./notexec.sh
+supervised "supervise: a directory" 2 0 "cannot start 'run/': is a directory, not a program" run/ --config c.yaml
+supervised "supervise: a missing #! interpreter (the shell's 127)" 127 1 \
+  "exit 127 after" ./badinterp.sh
+grep -q "a program it runs was not found (the shell's exit 127), not restarting: ./badinterp.sh" err.txt || { cat err.txt; fail "127: reason"; }
+supervised "supervise: a wrapper's program not found (127)" 127 1 \
+  "a program it runs was not found (the shell's exit 127), not restarting: bash -c no-such-program" bash -c 'no-such-program --config c.yaml'
+supervised "supervise: a wrapper's program not executable (126)" 126 1 \
+  "a program it runs could not be executed (the shell's exit 126), not restarting: bash -c ./notexec.sh" bash -c ./notexec.sh
+supervised "supervise: a usage error of train" 2 1 \
+  "bad input, not restarting: $TRAIN --config c.yaml --no-such-flag. The following argument was not expected: --no-such-flag" \
+  "$TRAIN" --config c.yaml --no-such-flag
+supervised "supervise: a config error of train" 2 1 "bad input, not restarting: $TRAIN --config c.yaml model.d_modle=32" \
+  "$TRAIN" --config c.yaml model.d_modle=32
+bash "$SUP" --max-restarts 1 --backoff 0 --log sup.log -- bash -c 'echo "job: error: a fault" >&2; exit 3' > out.txt 2> err.txt
+rc=$?
+[ $rc = 3 ] && [ "$(grep -c '^supervise: attempt ' err.txt)" = 2 ] || { cat err.txt; fail "supervise: a fault (exit 3) was not restarted"; }
+echo "ok: supervise: a fault (exit 3) is still restarted: $(grep -o 'giving up.*' err.txt)"
+
 # 6. Two runs, one directory: the second is refused with the holder's pid and host.
 "$TRAIN" --config c.yaml train.max_updates=100000 train.save_dir=busy > busy.log 2>&1 &
 holder=$!
@@ -175,4 +277,4 @@ grep -q "preprocess: error: preprocess train: interrupted by SIGINT; removed sha
 ls -a shards | grep -q '\.tmp-' && fail "Ctrl-C in preprocess left a temporary"
 sha_shards | cmp -s - shards.sha256 || fail "Ctrl-C in preprocess changed the published shards"
 echo "ok: $(grep -o 'interrupted by SIGINT.*' pre_int.log), exit 130, shards unchanged"
-echo "bad input: $checked refusals checked (message, exit 2, no file changed) + the run lock"
+echo "bad input: $checked refusals checked (message, exit code, no file changed) + the run lock"
