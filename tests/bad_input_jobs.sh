@@ -217,6 +217,16 @@ rc=$?
 [ $rc = 3 ] && [ "$(grep -c '^supervise: attempt ' err.txt)" = 2 ] || { cat err.txt; fail "supervise: a fault (exit 3) was not restarted"; }
 echo "ok: supervise: a fault (exit 3) is still restarted: $(grep -o 'giving up.*' err.txt)"
 
+# Issue 24, 9. Every output train cannot write is refused at start, like the checkpoints'
+# directory: train.log or metrics.jsonl that cannot be opened (a directory in its place)
+# stops the run before its first update, and no checkpoint is written.
+for out in train.log metrics.jsonl; do
+  rm -rf "outs_$out" && mkdir -p "outs_$out/$out"
+  refused "train, $out not writable" "config key 'train.save_dir' = 'outs_$out': cannot open outs_$out/$out for appending" \
+    "$TRAIN" --config c.yaml "train.save_dir=outs_$out"
+  [ -z "$(find "outs_$out" -name '*.pt')" ] || fail "train wrote a checkpoint although $out could not be written"
+done
+
 # 6. Two runs, one directory: the second is refused with the holder's pid and host.
 "$TRAIN" --config c.yaml train.max_updates=100000 train.save_dir=busy > busy.log 2>&1 &
 holder=$!
