@@ -213,4 +213,9 @@ std::vector<std::vector<Hypothesis>> beam_search(model::TransformerImpl& model, 
   return best_first(std::move(finished), opt.nbest);
 }
 
+std::vector<std::vector<Hypothesis>> search(model::TransformerImpl& model, const torch::Tensor& src,
+                                            const SearchOptions& opt) {
+  return opt.beam == 1 ? greedy_search(model, src, opt) : beam_search(model, src, opt);
+}
+
 }  // namespace nmt::eval
