@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 #include <mpi.h>
 #include <nccl.h>
+#include <errno.h>  // program_invocation_short_name
 #include <unistd.h>
 
 #include <atomic>
@@ -124,7 +125,8 @@ class NcclMonitor {
   }
   [[noreturn]] void fail(const std::string& message) {
     mark_collectives_broken();
-    std::fprintf(stderr, "nmtrain[rank %d]: error: %s\n", rank_, message.c_str());
+    // Named like every other message of a multi-rank job: "train[rank 2 on node07]: error: ...".
+    std::fprintf(stderr, "%s: error: %s\n", group_.label(program_invocation_short_name).c_str(), message.c_str());
     std::fflush(stderr);
     ncclCommAbort(comm_);  // frees the GPU kernels stuck in the collective
     group_.abort(kFaultExit);
