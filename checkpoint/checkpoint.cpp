@@ -7,8 +7,8 @@
 #include <fstream>
 #include <iterator>
 
-#include "data/sha256.h"
-#include "data/signal_deferral.h"
+#include "base/sha256.h"
+#include "base/signal_deferral.h"
 #include "checkpoint/torch_pickle.h"
 #include "checkpoint/zip_check.h"
 

@@ -7,12 +7,13 @@
 
 #include <c10/util/Exception.h>
 
-#include "data/data_error.h"
-#include "data/signal_deferral.h"
-#include "dist/dist_error.h"
+#include "base/file_error.h"
+#include "base/signal_deferral.h"
 #include "checkpoint/checkpoint_error.h"
-#include "config/config_error.h"
 #include "cli/exit_codes.h"
+#include "config/config_error.h"
+#include "data/data_error.h"
+#include "dist/dist_error.h"
 
 namespace nmt::cli {
 
@@ -82,6 +83,8 @@ int run_main(const std::string& program, const std::function<int()>& body) {
   } catch (const data::DataError& e) {
     return report(e, kExitBadInput);
   } catch (const checkpoint::CheckpointError& e) {
+    return report(e, kExitBadInput);
+  } catch (const base::FileError& e) {
     return report(e, kExitBadInput);
   } catch (const dist::DistError& e) {
     return report(e, kExitFault);

@@ -10,12 +10,12 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "base/progress.h"
+#include "base/sha256.h"
+#include "base/signal_deferral.h"
+#include "base/stale_temporaries.h"
 #include "data/data_error.h"
-#include "data/progress.h"
-#include "data/sha256.h"
 #include "data/shard_io.h"
-#include "data/signal_deferral.h"
-#include "data/stale_temporaries.h"
 #include "data/text_file.h"
 
 namespace fs = std::filesystem;

@@ -2,12 +2,13 @@
 """The folders' include graph stays a DAG of layers (README, "Code map").
 
     check_layers.py SOURCE_DIR            check every #include "folder/..." against the layers
-    check_layers.py SOURCE_DIR --self-test  copy the sources, plant an upward include, expect a refusal
+    check_layers.py SOURCE_DIR --self-test  copy the sources, plant upward includes, expect refusals
 
-Layers, bottom to top: data, model, dist (none includes another) -> config (the plain
-config headers of those three only) -> checkpoint -> trainer and eval (side by side, never
-each other) -> cli (the mains). bench may use any library but cli; tests may use every
-folder, cli's run_main too (the one place an error becomes a message and an exit code).
+Layers, bottom to top: base (includes nothing of ours; every folder may use it) -> data,
+model, dist (none includes another) -> config (the plain config headers of those three
+only) -> checkpoint -> trainer and eval (side by side, never each other) -> cli (the mains).
+bench may use any library but cli; tests may use every folder, cli's run_main too (the one
+place an error becomes a message and an exit code).
 """
 import pathlib
 import re
@@ -16,15 +17,16 @@ import subprocess
 import sys
 import tempfile
 
-LIBRARIES = ["data", "model", "dist", "config", "checkpoint", "trainer", "eval", "cli"]
+LIBRARIES = ["base", "data", "model", "dist", "config", "checkpoint", "trainer", "eval", "cli"]
 ALLOWED = {
-    "data": {"data"},
-    "model": {"model"},
-    "dist": {"dist"},
-    "config": {"config"},  # plus the three plain config headers below
-    "checkpoint": {"checkpoint", "config", "data", "model"},
-    "trainer": {"trainer", "checkpoint", "config", "data", "model", "dist"},
-    "eval": {"eval", "checkpoint", "config", "data", "model", "dist"},
+    "base": {"base"},
+    "data": {"data", "base"},
+    "model": {"model", "base"},
+    "dist": {"dist", "base"},
+    "config": {"config", "base"},  # plus the three plain config headers below
+    "checkpoint": {"checkpoint", "config", "data", "model", "base"},
+    "trainer": {"trainer", "checkpoint", "config", "data", "model", "dist", "base"},
+    "eval": {"eval", "checkpoint", "config", "data", "model", "dist", "base"},
     "cli": set(LIBRARIES),
     "bench": set(LIBRARIES) - {"cli"} | {"bench"},
     "tests": set(LIBRARIES) | {"tests"},
@@ -96,6 +98,11 @@ def check(root: pathlib.Path) -> int:
     return 1 if bad else 0
 
 
+# (file, the include planted at its top): each must be refused on its own.
+PLANTS = [("data/batch.h", "trainer/trainer.h"),  # a floor includes one above it
+          ("base/sha256.h", "data/batch.h")]      # base includes something of ours
+
+
 def self_test(root: pathlib.Path) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         copy = pathlib.Path(tmp) / "src"
@@ -105,14 +112,18 @@ def self_test(root: pathlib.Path) -> int:
         if check(copy) != 0:
             print("self-test: the clean copy is refused")
             return 1
-        planted = copy / "data" / "batch.h"
-        planted.write_text('#include "trainer/trainer.h"  // planted\n' + planted.read_text())
-        result = subprocess.run([sys.executable, __file__, str(copy)], capture_output=True, text=True)
-        print(result.stdout.strip())
-        if result.returncode == 0 or "data/batch.h:1: data/ includes trainer/trainer.h" not in result.stdout:
-            print("self-test FAILED: the planted upward include was not refused")
-            return 1
-        print("self-test: the planted upward include data/batch.h -> trainer/trainer.h was refused")
+        for file, target in PLANTS:
+            planted = copy / file
+            clean = planted.read_text()
+            planted.write_text(f'#include "{target}"  // planted\n' + clean)
+            result = subprocess.run([sys.executable, __file__, str(copy)], capture_output=True, text=True)
+            planted.write_text(clean)
+            print(result.stdout.strip())
+            folder = file.split("/")[0]
+            if result.returncode == 0 or f"{file}:1: {folder}/ includes {target}" not in result.stdout:
+                print(f"self-test FAILED: the planted upward include {file} -> {target} was not refused")
+                return 1
+            print(f"self-test: the planted upward include {file} -> {target} was refused")
     return 0
 
 

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <stdexcept>
 
-#include "trainer/crc32c.h"
+#include "base/crc32c.h"
 #include "trainer/tensorboard_event.h"
 
 namespace nmt::trainer {

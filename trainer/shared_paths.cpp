@@ -9,9 +9,9 @@
 #include <random>
 #include <sstream>
 
-#include "data/sha256.h"
-#include "data/shard_format.h"
+#include "base/sha256.h"
 #include "config/config_error.h"
+#include "data/shard_format.h"
 
 namespace fs = std::filesystem;
 

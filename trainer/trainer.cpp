@@ -11,18 +11,18 @@
 #include <csignal>
 #include <limits>
 
+#include "base/elapsed.h"
+#include "base/progress.h"
+#include "base/stale_temporaries.h"
+#include "base/stop_signal.h"
 #include "checkpoint/memory_estimate.h"
 #include "checkpoint/model_setup.h"
 #include "config/config_error.h"
-#include "data/progress.h"
-#include "data/stale_temporaries.h"
 #include "data/text_file.h"
 #include "trainer/autocast.h"
-#include "trainer/elapsed.h"
 #include "trainer/flops.h"
 #include "trainer/loss.h"
 #include "trainer/shared_paths.h"
-#include "trainer/stop_signal.h"
 
 namespace nmt::trainer {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "data/sha256.h"
+#include "base/sha256.h"
 #include "trainer/loss.h"
 #include "trainer/trainer.h"
 

@@ -1,4 +1,4 @@
-#include "data/signal_deferral.h"
+#include "base/signal_deferral.h"
 
 #include <cstring>
 #include <exception>

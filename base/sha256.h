@@ -6,7 +6,7 @@
 namespace nmt::data {
 
 std::string sha256_hex(std::string_view bytes);
-// Throws DataError naming `path` if it cannot be read.
+// Throws base::FileError naming `path` if it cannot be read.
 std::string sha256_file(const std::string& path);
 
 }  // namespace nmt::data

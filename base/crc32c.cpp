@@ -1,4 +1,4 @@
-#include "trainer/crc32c.h"
+#include "base/crc32c.h"
 
 #include <array>
 

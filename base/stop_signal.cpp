@@ -1,4 +1,4 @@
-#include "trainer/stop_signal.h"
+#include "base/stop_signal.h"
 
 namespace nmt::trainer {
 namespace {

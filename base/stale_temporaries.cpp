@@ -1,4 +1,4 @@
-#include "data/stale_temporaries.h"
+#include "base/stale_temporaries.h"
 
 #include <signal.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "data/sha256.h"
+#include "base/sha256.h"
 
 #include <openssl/evp.h>
 
@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <memory>
 
-#include "data/data_error.h"
+#include "base/file_error.h"
 
 namespace nmt::data {
 namespace {
@@ -19,7 +19,7 @@ class Sha256 {
  public:
   Sha256() : ctx_(EVP_MD_CTX_new()) {
     if (!ctx_ || EVP_DigestInit_ex(ctx_.get(), EVP_sha256(), nullptr) != 1)
-      throw DataError("sha256: cannot initialise OpenSSL digest");
+      throw base::FileError("sha256: cannot initialise OpenSSL digest");
   }
   void update(const void* data, size_t n) { EVP_DigestUpdate(ctx_.get(), data, n); }
   std::string hex() {
@@ -49,12 +49,12 @@ std::string sha256_hex(std::string_view bytes) {
 
 std::string sha256_file(const std::string& path) {
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!f) throw DataError(path + ": cannot open for checksum");
+  if (!f) throw base::FileError(path + ": cannot open for checksum");
   Sha256 h;
   std::array<char, 1 << 16> buf{};
   size_t n;
   while ((n = std::fread(buf.data(), 1, buf.size(), f.get())) > 0) h.update(buf.data(), n);
-  if (std::ferror(f.get())) throw DataError(path + ": read error while checksumming");
+  if (std::ferror(f.get())) throw base::FileError(path + ": read error while checksumming");
   return h.hex();
 }
 

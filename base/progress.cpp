@@ -1,4 +1,4 @@
-#include "data/progress.h"
+#include "base/progress.h"
 
 #include <unistd.h>
 
