@@ -11,9 +11,9 @@
 #include <csignal>
 #include <limits>
 
+#include "base/atomic_file.h"
 #include "base/elapsed.h"
 #include "base/progress.h"
-#include "base/stale_temporaries.h"
 #include "base/stop_signal.h"
 #include "checkpoint/memory_estimate.h"
 #include "checkpoint/model_setup.h"
@@ -43,7 +43,7 @@ Trainer::Trainer(const config::Config& cfg, const dist::ProcessGroup& group, Ble
   // Under the run lock no other writer exists: every temporary in save_dir is litter of an
   // interrupted run (a checkpoint write cut by SIGKILL, say).
   if (group_.is_main())
-    for (const std::string& old : data::remove_stale_temporaries(cfg_.train.save_dir, /*all=*/true))
+    for (const std::string& old : base::remove_stale_temporaries(cfg_.train.save_dir, /*all=*/true))
       log_.info("removed " + old + ", left by an interrupted run");
   comm_ = dist::make_communicator(cfg_.dist, group_, device_);
   check_every_rank_sees_the_run(cfg_, *comm_);  // before any rank reads shards: one message names the host
