@@ -4,8 +4,8 @@
 
 #include <cmath>
 
+#include "model/kernels/fused_cross_entropy.h"
 #include "trainer/adam.h"
-#include "trainer/fused_cross_entropy.h"
 #include "trainer/loss.h"
 #include "trainer/loss_scaler.h"
 #include "trainer/lr_schedule.h"

@@ -1,6 +1,6 @@
 #include "trainer/loss.h"
 
-#include "trainer/fused_cross_entropy.h"
+#include "model/kernels/fused_cross_entropy.h"
 
 namespace nmt::trainer {
 

@@ -15,7 +15,7 @@ struct LossSums {
 //   loss_t = (1 - eps) * (-lp[target]) + (eps / V) * sum_j (-lp[j])
 // `project` maps hidden states [n, d] to logits [n, V]; it is applied to the non-pad rows
 // only, so padding costs neither the output projection nor the softmax. On the CPU the
-// softmax and loss run fused (trainer/fused_cross_entropy.h); elsewhere as LibTorch ops.
+// softmax and loss run fused (model/kernels/fused_cross_entropy.h); elsewhere as LibTorch ops.
 LossSums label_smoothed_loss(const torch::Tensor& hidden, const torch::Tensor& target, int64_t pad, double epsilon,
                              const std::function<torch::Tensor(const torch::Tensor&)>& project);
 

@@ -1,4 +1,4 @@
-#include "eval/top_candidates.h"
+#include "model/kernels/top_candidates.h"
 
 #include <ATen/Parallel.h>
 
@@ -6,8 +6,8 @@
 #include <cmath>
 #include <limits>
 
-#include "model/cpu_clones.h"
-#include "model/fast_exp.h"
+#include "model/kernels/cpu_clones.h"
+#include "model/kernels/fast_exp.h"
 
 namespace nmt::eval {
 namespace {

@@ -1,4 +1,4 @@
-#include "model/fused_dropout.h"
+#include "model/kernels/fused_dropout.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <mutex>
 
-#include "model/cpu_clones.h"
+#include "model/kernels/cpu_clones.h"
 
 namespace nmt::model {
 

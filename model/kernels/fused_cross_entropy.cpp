@@ -1,4 +1,4 @@
-#include "trainer/fused_cross_entropy.h"
+#include "model/kernels/fused_cross_entropy.h"
 
 #include <ATen/Parallel.h>
 
@@ -6,8 +6,8 @@
 #include <cmath>
 #include <cstdint>
 
-#include "model/cpu_clones.h"
-#include "model/fast_exp.h"
+#include "model/kernels/cpu_clones.h"
+#include "model/kernels/fast_exp.h"
 
 namespace nmt::trainer {
 

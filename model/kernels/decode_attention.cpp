@@ -1,4 +1,4 @@
-#include "model/decode_attention.h"
+#include "model/kernels/decode_attention.h"
 
 #include <ATen/Parallel.h>
 
@@ -6,8 +6,8 @@
 #include <limits>
 #include <vector>
 
-#include "model/cpu_clones.h"
-#include "model/fast_exp.h"
+#include "model/kernels/cpu_clones.h"
+#include "model/kernels/fast_exp.h"
 
 namespace nmt::model {
 namespace {
