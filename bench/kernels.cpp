@@ -17,7 +17,7 @@
 
 #include "model/kernels/fused_cross_entropy.h"
 #include "model/kernels/fused_dropout.h"
-#include "trainer/loss.h"
+#include "optim/loss.h"
 #include "trainer/malloc_tuning.h"
 
 namespace {

@@ -5,10 +5,10 @@
 #include <cmath>
 
 #include "model/kernels/fused_cross_entropy.h"
-#include "trainer/adam.h"
-#include "trainer/loss.h"
-#include "trainer/loss_scaler.h"
-#include "trainer/lr_schedule.h"
+#include "optim/adam.h"
+#include "optim/loss.h"
+#include "optim/loss_scaler.h"
+#include "optim/lr_schedule.h"
 
 namespace nmt::trainer {
 namespace {

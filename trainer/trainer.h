@@ -10,6 +10,8 @@
 #include <optional>
 #include <string>
 
+#include "checkpoint/checkpoint.h"
+#include "config/config.h"
 #include "data/batch.h"
 #include "data/batch_planner.h"
 #include "data/sharded_corpus.h"
@@ -17,11 +19,9 @@
 #include "dist/grad_reducer.h"
 #include "dist/process_group.h"
 #include "model/transformer.h"
-#include "trainer/adam.h"
-#include "checkpoint/checkpoint.h"
-#include "config/config.h"
-#include "trainer/loss_scaler.h"
-#include "trainer/lr_schedule.h"
+#include "optim/adam.h"
+#include "optim/loss_scaler.h"
+#include "optim/lr_schedule.h"
 #include "trainer/run_lock.h"
 #include "trainer/train_log.h"
 

@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "base/sha256.h"
-#include "trainer/loss.h"
+#include "optim/loss.h"
 #include "trainer/trainer.h"
 
 namespace nmt::trainer {

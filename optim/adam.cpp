@@ -1,4 +1,4 @@
-#include "trainer/adam.h"
+#include "optim/adam.h"
 
 #include <stdexcept>
 

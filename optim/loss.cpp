@@ -1,4 +1,4 @@
-#include "trainer/loss.h"
+#include "optim/loss.h"
 
 #include "model/kernels/fused_cross_entropy.h"
 
