@@ -6,8 +6,8 @@
 
 Layers, bottom to top: base (includes nothing of ours; every folder may use it) ->
 model/kernels (the fused CPU kernels: base only) -> data, model, dist (none includes
-another) -> config (the plain config headers of those three only) -> optim -> checkpoint ->
-trainer and eval (side by side, never each other) -> cli (the mains). bench may use any library but
+another) -> config (the plain config headers of those three only) -> optim, metrics (side
+by side) -> checkpoint -> trainer and eval (side by side, never each other) -> cli (the mains). bench may use any library but
 cli; tests may use every folder, cli's run_main too (the one place an error becomes a
 message and an exit code).
 """
@@ -20,8 +20,8 @@ import tempfile
 
 # Floors are top-level folders, and these sub-folders, each a floor below its parent.
 SUBFLOORS = ["model/kernels"]
-LIBRARIES = ["base", "model/kernels", "data", "model", "dist", "config", "optim", "checkpoint", "trainer", "eval",
-             "cli"]
+LIBRARIES = ["base", "model/kernels", "data", "model", "dist", "config", "optim", "metrics", "checkpoint", "trainer",
+             "eval", "cli"]
 MODEL = {"model", "model/kernels"}  # who may use the model may use its kernels
 ALLOWED = {
     "base": {"base"},
@@ -31,8 +31,9 @@ ALLOWED = {
     "dist": {"dist", "base"},
     "config": {"config", "base"},  # plus the three plain config headers below
     "optim": {"optim", "config", "base"} | MODEL,
+    "metrics": {"metrics", "dist", "base"} | MODEL,
     "checkpoint": {"checkpoint", "config", "data", "base"} | MODEL,
-    "trainer": {"trainer", "checkpoint", "optim", "config", "data", "dist", "base"} | MODEL,
+    "trainer": {"trainer", "checkpoint", "optim", "metrics", "config", "data", "dist", "base"} | MODEL,
     "eval": {"eval", "checkpoint", "config", "data", "dist", "base"} | MODEL,
     "cli": set(LIBRARIES),
     "bench": set(LIBRARIES) - {"cli"} | {"bench"},

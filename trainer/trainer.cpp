@@ -19,9 +19,9 @@
 #include "checkpoint/model_setup.h"
 #include "config/config_error.h"
 #include "data/text_file.h"
+#include "metrics/flops.h"
 #include "optim/loss.h"
 #include "trainer/autocast.h"
-#include "trainer/flops.h"
 #include "trainer/shared_paths.h"
 
 namespace nmt::trainer {

@@ -18,12 +18,12 @@
 #include "dist/communicator.h"
 #include "dist/grad_reducer.h"
 #include "dist/process_group.h"
+#include "metrics/train_log.h"
 #include "model/transformer.h"
 #include "optim/adam.h"
 #include "optim/loss_scaler.h"
 #include "optim/lr_schedule.h"
 #include "trainer/run_lock.h"
-#include "trainer/train_log.h"
 
 namespace nmt::trainer {
 
@@ -69,7 +69,7 @@ class Trainer {
     bool skipped = false;      // non-finite loss or gradient (skip policy or fp16 overflow)
     StepTimes times;
     int64_t local_src_tokens = 0, local_tgt_tokens = 0, local_padded = 0;  // this rank's batches
-    double local_flops = 0;    // model FLOPs of this rank's batches (trainer/flops.h)
+    double local_flops = 0;    // model FLOPs of this rank's batches (metrics/flops.h)
     torch::Tensor local_loss, local_nll;  // float64 sums over this rank's batches, before the all-reduce
   };
   class Laps;

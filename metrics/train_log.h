@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "trainer/event_file_writer.h"
+#include "metrics/event_file_writer.h"
 
 namespace nmt::trainer {
 

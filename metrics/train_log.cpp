@@ -1,4 +1,4 @@
-#include "trainer/train_log.h"
+#include "metrics/train_log.h"
 
 #include <chrono>
 #include <ctime>

@@ -1,4 +1,4 @@
-#include "trainer/tensorboard_event.h"
+#include "metrics/tensorboard_event.h"
 
 #include <cstring>
 

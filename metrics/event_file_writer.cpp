@@ -1,4 +1,4 @@
-#include "trainer/event_file_writer.h"
+#include "metrics/event_file_writer.h"
 
 #include <unistd.h>
 
@@ -9,7 +9,7 @@
 #include <stdexcept>
 
 #include "base/crc32c.h"
-#include "trainer/tensorboard_event.h"
+#include "metrics/tensorboard_event.h"
 
 namespace nmt::trainer {
 namespace {

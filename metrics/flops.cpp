@@ -1,4 +1,4 @@
-#include "trainer/flops.h"
+#include "metrics/flops.h"
 
 namespace nmt::trainer {
 
