@@ -18,7 +18,7 @@
 #include "model/kernels/fused_cross_entropy.h"
 #include "model/kernels/fused_dropout.h"
 #include "optim/loss.h"
-#include "trainer/malloc_tuning.h"
+#include "runtime/malloc_tuning.h"
 
 namespace {
 

@@ -92,7 +92,7 @@ int run_main(const std::string& program, const std::function<int()>& body) {
     return report(e, kExitSignalBase + e.signal());
   } catch (const c10::Error& e) {
     // LibTorch's own errors; an allocation that failed despite the memory estimate
-    // (checkpoint/memory_estimate.h) is the one users meet, so it says what to change.
+    // (runtime/memory_estimate.h) is the one users meet, so it says what to change.
     std::string what = e.what_without_backtrace();
     if (is_out_of_memory(e))
       what = "out of memory: " + what + " (lower data.max_tokens, eval.max_tokens or the model's sizes)";

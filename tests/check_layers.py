@@ -4,12 +4,17 @@
     check_layers.py SOURCE_DIR            check every #include "folder/..." against the layers
     check_layers.py SOURCE_DIR --self-test  copy the sources, plant upward includes, expect refusals
 
-Layers, bottom to top: base (includes nothing of ours; every folder may use it) ->
-model/kernels (the fused CPU kernels: base only) -> data, model, dist (none includes
-another) -> config (the plain config headers of those three only) -> optim, metrics (side
-by side) -> checkpoint -> trainer and eval (side by side, never each other) -> cli (the mains). bench may use any library but
-cli; tests may use every folder, cli's run_main too (the one place an error becomes a
-message and an exit code).
+Layers, bottom to top (README, "Code map"; docs/ARCHITECTURE.md, "The floors"):
+  base           includes nothing of ours; every folder may use it
+  model/kernels  the fused CPU kernels: base only
+  data, model, dist   none includes another
+  config         the plain config headers of those three only
+  optim, metrics, runtime   side by side, none includes another
+  checkpoint     may use runtime (the memory estimate), not optim or metrics
+  trainer, eval  side by side, never each other
+  cli            the mains
+bench may use any library but cli; tests may use every folder, cli's run_main too (the one
+place an error becomes a message and an exit code).
 """
 import pathlib
 import re
@@ -20,8 +25,8 @@ import tempfile
 
 # Floors are top-level folders, and these sub-folders, each a floor below its parent.
 SUBFLOORS = ["model/kernels"]
-LIBRARIES = ["base", "model/kernels", "data", "model", "dist", "config", "optim", "metrics", "checkpoint", "trainer",
-             "eval", "cli"]
+LIBRARIES = ["base", "model/kernels", "data", "model", "dist", "config", "optim", "metrics", "runtime", "checkpoint",
+             "trainer", "eval", "cli"]
 MODEL = {"model", "model/kernels"}  # who may use the model may use its kernels
 ALLOWED = {
     "base": {"base"},
@@ -32,9 +37,10 @@ ALLOWED = {
     "config": {"config", "base"},  # plus the three plain config headers below
     "optim": {"optim", "config", "base"} | MODEL,
     "metrics": {"metrics", "dist", "base"} | MODEL,
-    "checkpoint": {"checkpoint", "config", "data", "base"} | MODEL,
-    "trainer": {"trainer", "checkpoint", "optim", "metrics", "config", "data", "dist", "base"} | MODEL,
-    "eval": {"eval", "checkpoint", "config", "data", "dist", "base"} | MODEL,
+    "runtime": {"runtime", "config", "data", "dist", "base"} | MODEL,
+    "checkpoint": {"checkpoint", "runtime", "config", "data", "base"} | MODEL,
+    "trainer": {"trainer", "checkpoint", "optim", "metrics", "runtime", "config", "data", "dist", "base"} | MODEL,
+    "eval": {"eval", "checkpoint", "runtime", "config", "data", "dist", "base"} | MODEL,
     "cli": set(LIBRARIES),
     "bench": set(LIBRARIES) - {"cli"} | {"bench"},
     "tests": set(LIBRARIES) | {"tests"},

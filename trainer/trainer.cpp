@@ -15,14 +15,15 @@
 #include "base/elapsed.h"
 #include "base/progress.h"
 #include "base/stop_signal.h"
-#include "checkpoint/memory_estimate.h"
 #include "checkpoint/model_setup.h"
 #include "config/config_error.h"
 #include "data/text_file.h"
 #include "metrics/flops.h"
 #include "optim/loss.h"
+#include "runtime/device.h"
+#include "runtime/memory_estimate.h"
+#include "runtime/shared_paths.h"
 #include "trainer/autocast.h"
-#include "trainer/shared_paths.h"
 
 namespace nmt::trainer {
 namespace {

@@ -23,7 +23,7 @@
 #include "optim/adam.h"
 #include "optim/loss_scaler.h"
 #include "optim/lr_schedule.h"
-#include "trainer/run_lock.h"
+#include "runtime/run_lock.h"
 
 namespace nmt::trainer {
 

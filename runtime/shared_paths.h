@@ -4,9 +4,9 @@
 // there must be readable by every rank, since every rank reads the checkpoint it resumes
 // from). Across hosts both must be on shared storage; a host that is not gets one
 // config::ConfigError, on every rank, naming the host, the rank and the path.
+#include "config/config.h"
 #include "dist/communicator.h"
 #include "dist/process_group.h"
-#include "config/config.h"
 
 namespace nmt::trainer {
 

@@ -1,4 +1,4 @@
-#include "trainer/shared_paths.h"
+#include "runtime/shared_paths.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -1,4 +1,4 @@
-#include "checkpoint/memory_estimate.h"
+#include "runtime/memory_estimate.h"
 
 #include <sys/resource.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "trainer/malloc_tuning.h"
+#include "runtime/malloc_tuning.h"
 
 #if defined(__GLIBC__)
 #include <malloc.h>

@@ -1,4 +1,4 @@
-#include "trainer/run_lock.h"
+#include "runtime/run_lock.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
