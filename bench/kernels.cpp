@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "model/fused_dropout.h"
-#include "trainer/fused_cross_entropy.h"
-#include "trainer/loss.h"
-#include "trainer/malloc_tuning.h"
+#include "model/kernels/fused_cross_entropy.h"
+#include "model/kernels/fused_dropout.h"
+#include "optim/loss.h"
+#include "runtime/malloc_tuning.h"
 
 namespace {
 

@@ -1,14 +1,11 @@
 #include "checkpoint/checkpoint.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 
-#include "data/sha256.h"
-#include "data/signal_deferral.h"
+#include "base/atomic_file.h"
+#include "base/sha256.h"
 #include "checkpoint/torch_pickle.h"
 #include "checkpoint/zip_check.h"
 
@@ -16,26 +13,6 @@ namespace fs = std::filesystem;
 
 namespace nmt::checkpoint {
 namespace {
-
-void write_all(int fd, const char* data, size_t n, const std::string& path) {
-  while (n > 0) {
-    const ssize_t w = ::write(fd, data, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      throw CheckpointError(path + ": write failed: " + std::strerror(errno));
-    }
-    data += w;
-    n -= static_cast<size_t>(w);
-  }
-}
-
-void fsync_dir(const fs::path& dir) {
-  const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
-  }
-}
 
 template <typename T>
 T get(const c10::impl::GenericDict& d, const char* key, const std::string& path) {
@@ -54,45 +31,6 @@ T get(const c10::impl::GenericDict& d, const char* key, const std::string& path)
 }
 
 }  // namespace
-
-namespace {
-
-// Writes `bytes` to a synced temporary file beside `path` and returns its name.
-fs::path write_synced_temp(const std::string& path, const std::vector<char>& bytes) {
-  const fs::path target(path);
-  const fs::path tmp = target.parent_path() / ("." + target.filename().string() + ".tmp-" + std::to_string(::getpid()));
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) throw CheckpointError(tmp.string() + ": cannot create: " + std::strerror(errno));
-  try {
-    write_all(fd, bytes.data(), bytes.size(), tmp.string());
-    if (::fsync(fd) != 0) throw CheckpointError(tmp.string() + ": fsync failed: " + std::strerror(errno));
-  } catch (...) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    throw;
-  }
-  ::close(fd);
-  return tmp;
-}
-
-void publish(const fs::path& tmp, const std::string& path) {
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    ::unlink(tmp.c_str());
-    throw CheckpointError(path + ": rename failed: " + std::strerror(errno));
-  }
-}
-
-}  // namespace
-
-void atomic_write(const std::string& path, const std::vector<char>& bytes, const std::function<void()>& before_rename) {
-  // An interrupt during the write waits until the file is published (or removed): it
-  // cannot leave a temporary behind, and takes effect right after.
-  data::SignalDeferral interrupts;
-  const fs::path tmp = write_synced_temp(path, bytes);
-  if (before_rename) before_rename();
-  publish(tmp, path);
-  fsync_dir(fs::path(path).parent_path());
-}
 
 void save_checkpoint(const Checkpoint& c, const std::string& path, const std::function<void()>& before_rename) {
   c10::impl::GenericDict planner(c10::StringType::get(), c10::AnyType::get());
@@ -130,12 +68,12 @@ void save_checkpoint(const Checkpoint& c, const std::string& path, const std::fu
   // checksum mismatches, which load reports, never a silently unverified checkpoint.
   const std::string digest = data::sha256_hex(std::string_view(bytes.data(), bytes.size()));
   const std::string sidecar = digest + "  " + fs::path(path).filename().string() + "\n";
-  const fs::path tmp_data = write_synced_temp(path, bytes);
-  const fs::path tmp_sum = write_synced_temp(path + ".sha256", std::vector<char>(sidecar.begin(), sidecar.end()));
+  const fs::path tmp_data = base::write_synced_temp(path, bytes);
+  const fs::path tmp_sum = base::write_synced_temp(path + ".sha256", std::vector<char>(sidecar.begin(), sidecar.end()));
   if (before_rename) before_rename();
-  publish(tmp_data, path);
-  publish(tmp_sum, path + ".sha256");
-  fsync_dir(fs::path(path).parent_path());
+  base::publish(tmp_data, path);
+  base::publish(tmp_sum, path + ".sha256");
+  base::fsync_dir(fs::path(path).parent_path());
 }
 
 Checkpoint load_checkpoint(const std::string& path) {

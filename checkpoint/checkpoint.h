@@ -42,9 +42,9 @@ struct Checkpoint {
   std::string metrics_json = "[]";
 };
 
-// Atomic, verified write. Throws CheckpointError naming the path. `before_rename` runs
-// after the temporary file is complete and synced, before it replaces `path` (tests
-// inject a crash there).
+// Atomic (base/atomic_file.h), verified write. Throws base::FileError naming the file it
+// cannot write. `before_rename` runs after the temporary file is complete and synced,
+// before it replaces `path` (tests inject a crash there).
 void save_checkpoint(const Checkpoint& ckpt, const std::string& path,
                      const std::function<void()>& before_rename = nullptr);
 // Verifies the sidecar checksum (when present) and every field. Throws CheckpointError
@@ -56,9 +56,5 @@ Checkpoint load_checkpoint(const std::string& path);
 void load_model_weights(torch::nn::Module& module, const c10::Dict<std::string, torch::Tensor>& weights,
                         const std::string& path);
 c10::Dict<std::string, torch::Tensor> model_weights(const torch::nn::Module& module);
-
-// Writes `bytes` to `path` atomically (tmp + fsync + rename + fsync dir).
-void atomic_write(const std::string& path, const std::vector<char>& bytes,
-                  const std::function<void()>& before_rename = nullptr);
 
 }  // namespace nmt::checkpoint

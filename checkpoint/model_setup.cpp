@@ -1,19 +1,10 @@
 #include "checkpoint/model_setup.h"
 
 #include "checkpoint/checkpoint.h"
-#include "checkpoint/memory_estimate.h"
 #include "config/config_error.h"
+#include "runtime/memory_estimate.h"
 
 namespace nmt::checkpoint {
-
-torch::Device choose_device(const config::TrainConfig& cfg, int local_rank) {
-  if (cfg.device == config::Device::kCpu) return torch::kCPU;
-  const bool cuda = torch::cuda::is_available();
-  if (cfg.device == config::Device::kCuda && !cuda)
-    throw config::ConfigError("config key 'train.device' = 'cuda': no CUDA device is available (use auto or cpu)");
-  if (!cuda) return torch::kCPU;
-  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank % torch::cuda::device_count()));
-}
 
 void check_config_against_manifest(const config::Config& cfg, const data::Manifest& manifest) {
   // What the manifest records about how the shards were made must agree with the config

@@ -1,19 +1,17 @@
 #pragma once
-// What train, evaluate and translate share: device choice, the model's configuration
-// from the config plus the shard manifest, and loading a checkpoint for inference.
+// What train, evaluate and translate share: the model's configuration from the config
+// plus the shard manifest, and loading a checkpoint for inference (the device they choose
+// with runtime/device.h).
 #include <torch/torch.h>
 
 #include <string>
 
 #include "checkpoint/checkpoint.h"
+#include "config/config.h"
 #include "data/manifest.h"
 #include "model/transformer.h"
-#include "config/config.h"
 
 namespace nmt::checkpoint {
-
-// train.device: auto = CUDA device `local_rank` when CUDA is available, else CPU.
-torch::Device choose_device(const config::TrainConfig& cfg, int local_rank);
 
 // Refuses a config whose keys disagree with what the shards' manifest records
 // (data.src_lang, data.tgt_lang), naming the key, both values and both places.

@@ -7,12 +7,13 @@
 
 #include <c10/util/Exception.h>
 
-#include "data/data_error.h"
-#include "data/signal_deferral.h"
-#include "dist/dist_error.h"
+#include "base/file_error.h"
+#include "base/signal_deferral.h"
 #include "checkpoint/checkpoint_error.h"
-#include "config/config_error.h"
 #include "cli/exit_codes.h"
+#include "config/config_error.h"
+#include "data/data_error.h"
+#include "dist/dist_error.h"
 
 namespace nmt::cli {
 
@@ -83,13 +84,15 @@ int run_main(const std::string& program, const std::function<int()>& body) {
     return report(e, kExitBadInput);
   } catch (const checkpoint::CheckpointError& e) {
     return report(e, kExitBadInput);
+  } catch (const base::FileError& e) {
+    return report(e, kExitBadInput);
   } catch (const dist::DistError& e) {
     return report(e, kExitFault);
   } catch (const data::Interrupted& e) {
     return report(e, kExitSignalBase + e.signal());
   } catch (const c10::Error& e) {
     // LibTorch's own errors; an allocation that failed despite the memory estimate
-    // (checkpoint/memory_estimate.h) is the one users meet, so it says what to change.
+    // (runtime/memory_estimate.h) is the one users meet, so it says what to change.
     std::string what = e.what_without_backtrace();
     if (is_out_of_memory(e))
       what = "out of memory: " + what + " (lower data.max_tokens, eval.max_tokens or the model's sizes)";

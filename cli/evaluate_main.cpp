@@ -3,12 +3,12 @@
 // Prints sacreBLEU's score line, then its signature.
 #include <cstdio>
 
+#include "cli/cli.h"
 #include "dist/communicator.h"
 #include "dist/process_group.h"
 #include "eval/evaluation.h"
-#include "cli/cli.h"
-#include "checkpoint/model_setup.h"
-#include "trainer/malloc_tuning.h"
+#include "runtime/device.h"
+#include "runtime/malloc_tuning.h"
 
 namespace {
 

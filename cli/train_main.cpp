@@ -1,9 +1,9 @@
 // train --config C [key=value ...] [--resume PATH|auto] [--print-config]
 // Alone: one process (CPU or one GPU). Under `mpirun -np N`: one rank per process.
+#include "cli/cli.h"
 #include "dist/process_group.h"
 #include "eval/evaluation.h"
-#include "cli/cli.h"
-#include "trainer/malloc_tuning.h"
+#include "runtime/malloc_tuning.h"
 #include "trainer/trainer.h"
 
 int main(int argc, char** argv) {

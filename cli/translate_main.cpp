@@ -3,11 +3,11 @@
 // --nbest N, N lines per input in Marian's n-best format "i ||| translation ||| score".
 #include <iostream>
 
+#include "cli/cli.h"
 #include "eval/evaluation.h"
 #include "eval/translator.h"
-#include "cli/cli.h"
-#include "checkpoint/model_setup.h"
-#include "trainer/malloc_tuning.h"
+#include "runtime/device.h"
+#include "runtime/malloc_tuning.h"
 
 int main(int argc, char** argv) {
   nmt::trainer::keep_freed_memory_mapped();  // each decoding step's large tensors reuse pages

@@ -20,7 +20,7 @@ struct OptimConfig {
   double label_smoothing = 0.1;   // epsilon of the label-smoothed cross-entropy
 };
 
-// The learning-rate schedule's shape (trainer/lr_schedule.h has the formulas).
+// The learning-rate schedule's shape (optim/lr_schedule.h has the formulas).
 enum class ScheduleType { kNoam, kInverseSqrt, kConstant, kCosine, kLinear };
 
 struct ScheduleConfig {

@@ -4,8 +4,8 @@
 #include <numeric>
 #include <string>
 
+#include "base/splitmix64.h"
 #include "data/data_error.h"
-#include "data/splitmix64.h"
 
 namespace nmt::data {
 

@@ -2,7 +2,6 @@
 
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -10,12 +9,12 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "base/atomic_file.h"
+#include "base/progress.h"
+#include "base/sha256.h"
+#include "base/signal_deferral.h"
 #include "data/data_error.h"
-#include "data/progress.h"
-#include "data/sha256.h"
 #include "data/shard_io.h"
-#include "data/signal_deferral.h"
-#include "data/stale_temporaries.h"
 #include "data/text_file.h"
 
 namespace fs = std::filesystem;
@@ -246,12 +245,12 @@ Manifest preprocess(const DataConfig& cfg, std::FILE* log) {
 
   // 3. Encode and shard every split into a temporary directory.
   fs::create_directories(cfg.shard_dir);
-  for (const std::string& old : remove_stale_temporaries(cfg.shard_dir))
+  for (const std::string& old : base::remove_stale_temporaries(cfg.shard_dir))
     if (log) std::fprintf(log, "preprocess: removed %s, left by an interrupted run\n", old.c_str());
   // From here until the shards are published an interrupt is answered at the next safe
   // point, so that the temporary directory is removed on the way out.
   SignalDeferral interrupts;
-  const fs::path tmp = fs::path(cfg.shard_dir) / (".tmp-preprocess-" + std::to_string(::getpid()));
+  const fs::path tmp = base::preprocess_temporary_dir(cfg.shard_dir);
   fs::remove_all(tmp);
   fs::create_directories(tmp);
   std::vector<std::string> outputs;

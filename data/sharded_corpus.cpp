@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "base/sha256.h"
 #include "data/data_error.h"
-#include "data/sha256.h"
 
 namespace fs = std::filesystem;
 

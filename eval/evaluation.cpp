@@ -4,12 +4,12 @@
 
 #include <filesystem>
 
+#include "base/atomic_file.h"
+#include "checkpoint/model_setup.h"
 #include "data/data_error.h"
 #include "data/sharded_corpus.h"
 #include "data/text_file.h"
 #include "eval/translator.h"
-#include "checkpoint/checkpoint.h"
-#include "checkpoint/model_setup.h"
 
 namespace nmt::eval {
 
@@ -21,7 +21,7 @@ std::vector<std::string> read_text_lines(const std::string& path) {
 void write_text_lines(const std::string& path, const std::vector<std::string>& lines) {
   std::string text;
   for (const auto& l : lines) text += l + "\n";
-  checkpoint::atomic_write(path, std::vector<char>(text.begin(), text.end()));
+  base::atomic_write(path, std::vector<char>(text.begin(), text.end()));
 }
 
 namespace {

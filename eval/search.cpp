@@ -5,7 +5,7 @@
 #include <limits>
 #include <numeric>
 
-#include "eval/top_candidates.h"
+#include "model/kernels/top_candidates.h"
 
 namespace nmt::eval {
 namespace {

@@ -1,6 +1,6 @@
 #include "model/attention.h"
 
-#include "model/decode_attention.h"
+#include "model/kernels/decode_attention.h"
 
 namespace nmt::model {
 

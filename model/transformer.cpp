@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "model/fused_dropout.h"
+#include "model/kernels/fused_dropout.h"
 #include "model/structured_dropout.h"
 
 namespace nmt::model {

@@ -2,12 +2,19 @@
 """The folders' include graph stays a DAG of layers (README, "Code map").
 
     check_layers.py SOURCE_DIR            check every #include "folder/..." against the layers
-    check_layers.py SOURCE_DIR --self-test  copy the sources, plant an upward include, expect a refusal
+    check_layers.py SOURCE_DIR --self-test  copy the sources, plant upward includes, expect refusals
 
-Layers, bottom to top: data, model, dist (none includes another) -> config (the plain
-config headers of those three only) -> checkpoint -> trainer and eval (side by side, never
-each other) -> cli (the mains). bench may use any library but cli; tests may use every
-folder, cli's run_main too (the one place an error becomes a message and an exit code).
+Layers, bottom to top (README, "Code map"; docs/ARCHITECTURE.md, "The floors"):
+  base           includes nothing of ours; every folder may use it
+  model/kernels  the fused CPU kernels: base only
+  data, model, dist   none includes another
+  config         the plain config headers of those three only
+  optim, metrics, runtime   side by side, none includes another
+  checkpoint     may use runtime (the memory estimate), not optim or metrics
+  trainer, eval  side by side, never each other
+  cli            the mains
+bench may use any library but cli; tests may use every folder, cli's run_main too (the one
+place an error becomes a message and an exit code).
 """
 import pathlib
 import re
@@ -16,51 +23,77 @@ import subprocess
 import sys
 import tempfile
 
-LIBRARIES = ["data", "model", "dist", "config", "checkpoint", "trainer", "eval", "cli"]
+# Floors are top-level folders, and these sub-folders, each a floor below its parent.
+SUBFLOORS = ["model/kernels"]
+LIBRARIES = ["base", "model/kernels", "data", "model", "dist", "config", "optim", "metrics", "runtime", "checkpoint",
+             "trainer", "eval", "cli"]
+MODEL = {"model", "model/kernels"}  # who may use the model may use its kernels
 ALLOWED = {
-    "data": {"data"},
-    "model": {"model"},
-    "dist": {"dist"},
-    "config": {"config"},  # plus the three plain config headers below
-    "checkpoint": {"checkpoint", "config", "data", "model"},
-    "trainer": {"trainer", "checkpoint", "config", "data", "model", "dist"},
-    "eval": {"eval", "checkpoint", "config", "data", "model", "dist"},
+    "base": {"base"},
+    "model/kernels": {"model/kernels", "base"},
+    "data": {"data", "base"},
+    "model": MODEL | {"base"},
+    "dist": {"dist", "base"},
+    "config": {"config", "base"},  # plus the three plain config headers below
+    "optim": {"optim", "config", "base"} | MODEL,
+    "metrics": {"metrics", "dist", "base"} | MODEL,
+    "runtime": {"runtime", "config", "data", "dist", "base"} | MODEL,
+    "checkpoint": {"checkpoint", "runtime", "config", "data", "base"} | MODEL,
+    "trainer": {"trainer", "checkpoint", "optim", "metrics", "runtime", "config", "data", "dist", "base"} | MODEL,
+    "eval": {"eval", "checkpoint", "runtime", "config", "data", "dist", "base"} | MODEL,
     "cli": set(LIBRARIES),
     "bench": set(LIBRARIES) - {"cli"} | {"bench"},
     "tests": set(LIBRARIES) | {"tests"},
 }
+TOP = {f.split("/")[0] for f in ALLOWED}
 # config/ composes the components' plain structs (no code, no LibTorch) and nothing else.
 CONFIG_MAY_INCLUDE = {"data/data_config.h", "model/model_config.h", "dist/dist_config.h"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/([^"]+)"', re.M)
 
 
+def floor_of(path: str) -> str:
+    """'model/kernels/fast_exp.h' -> 'model/kernels', 'data/batch.h' -> 'data'."""
+    for sub in SUBFLOORS:
+        if path.startswith(sub + "/"):
+            return sub
+    return path.split("/", 1)[0]
+
+
+def sources(root: pathlib.Path):
+    """(path relative to root, floor, text) of every C++ file in the checked folders."""
+    for top in sorted(TOP):
+        for path in sorted((root / top).rglob("*")):
+            if path.suffix in (".h", ".cpp", ".cu"):
+                rel = path.relative_to(root).as_posix()
+                yield rel, floor_of(rel), path.read_text(errors="replace")
+
+
 def violations(root: pathlib.Path):
     found = []
-    for folder, allowed in ALLOWED.items():
-        for path in sorted((root / folder).rglob("*")):
-            if path.suffix not in (".h", ".cpp", ".cu"):
+    for rel, floor, text in sources(root):
+        allowed = ALLOWED[floor]
+        for lineno, line in enumerate(text.splitlines(), 1):
+            m = INCLUDE.match(line)
+            if not m or m.group(1) not in TOP:
                 continue
-            for lineno, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
-                m = INCLUDE.match(line)
-                if not m or m.group(1) not in ALLOWED:
-                    continue
-                target = f"{m.group(1)}/{m.group(2)}"
-                ok = m.group(1) in allowed or (folder == "config" and target in CONFIG_MAY_INCLUDE)
-                if not ok:
-                    found.append(f"{path.relative_to(root)}:{lineno}: {folder}/ includes {target}, "
-                                 f"but {folder}/ may use only {', '.join(sorted(allowed))}")
+            target = f"{m.group(1)}/{m.group(2)}"
+            ok = floor_of(target) in allowed or (floor == "config" and target in CONFIG_MAY_INCLUDE)
+            if not ok:
+                found.append(f"{rel}:{lineno}: {floor}/ includes {target}, "
+                             f"but {floor}/ may use only {', '.join(sorted(allowed))}")
     return found
 
 
 def edges(root: pathlib.Path):
-    """Folder -> folders it includes (from the code), for the cycle check."""
+    """Floor -> floors it includes (from the code), for the cycle check."""
     out = {f: set() for f in LIBRARIES}
-    for folder in LIBRARIES:
-        for path in (root / folder).rglob("*"):
-            if path.suffix in (".h", ".cpp", ".cu"):
-                for m in INCLUDE.finditer(path.read_text(errors="replace")):
-                    if m.group(1) in out and m.group(1) != folder:
-                        out[folder].add(m.group(1))
+    for rel, floor, text in sources(root):
+        if floor not in out:
+            continue
+        for m in INCLUDE.finditer(text):
+            target = floor_of(f"{m.group(1)}/{m.group(2)}")
+            if target in out and target != floor:
+                out[floor].add(target)
     return out
 
 
@@ -96,23 +129,32 @@ def check(root: pathlib.Path) -> int:
     return 1 if bad else 0
 
 
+# (file, the include planted at its top): each must be refused on its own.
+PLANTS = [("data/batch.h", "trainer/trainer.h"),                # a floor includes one above it
+          ("base/sha256.h", "data/batch.h"),                    # base includes something of ours
+          ("model/kernels/fast_exp.h", "model/transformer.h")]  # a kernel includes the model
+
+
 def self_test(root: pathlib.Path) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         copy = pathlib.Path(tmp) / "src"
-        for folder in ALLOWED:
+        for folder in TOP:
             if (root / folder).is_dir():
                 shutil.copytree(root / folder, copy / folder, ignore=shutil.ignore_patterns("fixtures"))
         if check(copy) != 0:
             print("self-test: the clean copy is refused")
             return 1
-        planted = copy / "data" / "batch.h"
-        planted.write_text('#include "trainer/trainer.h"  // planted\n' + planted.read_text())
-        result = subprocess.run([sys.executable, __file__, str(copy)], capture_output=True, text=True)
-        print(result.stdout.strip())
-        if result.returncode == 0 or "data/batch.h:1: data/ includes trainer/trainer.h" not in result.stdout:
-            print("self-test FAILED: the planted upward include was not refused")
-            return 1
-        print("self-test: the planted upward include data/batch.h -> trainer/trainer.h was refused")
+        for file, target in PLANTS:
+            planted = copy / file
+            clean = planted.read_text()
+            planted.write_text(f'#include "{target}"  // planted\n' + clean)
+            result = subprocess.run([sys.executable, __file__, str(copy)], capture_output=True, text=True)
+            planted.write_text(clean)
+            print(result.stdout.strip())
+            if result.returncode == 0 or f"{file}:1: {floor_of(file)}/ includes {target}" not in result.stdout:
+                print(f"self-test FAILED: the planted upward include {file} -> {target} was not refused")
+                return 1
+            print(f"self-test: the planted upward include {file} -> {target} was refused")
     return 0
 
 

@@ -1,9 +1,9 @@
 // Checkpoints: round trip, verified loads, clear errors, and averaging.
-#include "data/sha256.h"
-#include "model/transformer.h"
-#include "tests/test_util.h"
+#include "base/sha256.h"
 #include "checkpoint/average.h"
 #include "checkpoint/checkpoint.h"
+#include "model/transformer.h"
+#include "tests/test_util.h"
 
 namespace nmt::checkpoint {
 namespace {

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "trainer/crc32c.h"
+#include "base/crc32c.h"
 
 TEST(Crc32c, CheckValues) {
   // The CRC catalogue's check value for CRC-32/ISCSI (Castagnoli).

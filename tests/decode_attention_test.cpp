@@ -1,9 +1,9 @@
-// The decoding step's attention kernel (model/decode_attention) against LibTorch's
+// The decoding step's attention kernel (model/kernels/decode_attention) against LibTorch's
 // scaled_dot_product_attention, on the layouts decoding hands it.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include "model/decode_attention.h"
+#include "model/kernels/decode_attention.h"
 
 namespace nmt::model {
 namespace {

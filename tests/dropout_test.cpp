@@ -9,7 +9,7 @@
 #include <limits>
 #include <mutex>
 
-#include "model/fused_dropout.h"
+#include "model/kernels/fused_dropout.h"
 
 namespace nmt::model {
 namespace {

@@ -18,15 +18,15 @@
 #include <functional>
 #include <string>
 
+#include "base/sha256.h"
+#include "base/splitmix64.h"
 #include "checkpoint/checkpoint.h"
 #include "config/config_error.h"
 #include "config/config_loader.h"
 #include "data/batch_planner.h"
 #include "data/data_error.h"
 #include "data/manifest.h"
-#include "data/sha256.h"
 #include "data/sharded_corpus.h"
-#include "data/splitmix64.h"
 #include "model/transformer.h"
 #include "tests/shard_fixture.h"
 

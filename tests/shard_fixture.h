@@ -4,8 +4,8 @@
 #include <random>
 #include <vector>
 
+#include "base/sha256.h"
 #include "data/manifest.h"
-#include "data/sha256.h"
 #include "data/shard_io.h"
 #include "tests/test_util.h"
 

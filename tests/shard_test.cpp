@@ -3,9 +3,9 @@
 
 #include <fstream>
 
+#include "base/sha256.h"
 #include "data/data_error.h"
 #include "data/manifest.h"
-#include "data/sha256.h"
 #include "data/sharded_corpus.h"
 #include "tests/shard_fixture.h"
 

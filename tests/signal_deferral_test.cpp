@@ -4,7 +4,7 @@
 
 #include <csignal>
 
-#include "data/signal_deferral.h"
+#include "base/signal_deferral.h"
 
 namespace {
 

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "trainer/tensorboard_event.h"
+#include "metrics/tensorboard_event.h"
 
 namespace {
 std::string bytes(std::initializer_list<int> b) {

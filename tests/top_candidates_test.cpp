@@ -1,4 +1,4 @@
-// A decoding step's candidates (eval/top_candidates) against LibTorch's log_softmax and a
+// A decoding step's candidates (model/kernels/top_candidates) against LibTorch's log_softmax and a
 // stable sort, for the fused CPU kernel and for the LibTorch-ops path other devices take.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -8,7 +8,7 @@
 #include <numeric>
 #include <vector>
 
-#include "eval/top_candidates.h"
+#include "model/kernels/top_candidates.h"
 
 namespace nmt::eval {
 namespace {

@@ -4,12 +4,12 @@
 
 #include <cmath>
 
-#include "trainer/adam.h"
-#include "trainer/log_window.h"
-#include "trainer/fused_cross_entropy.h"
-#include "trainer/loss.h"
-#include "trainer/loss_scaler.h"
-#include "trainer/lr_schedule.h"
+#include "metrics/log_window.h"
+#include "model/kernels/fused_cross_entropy.h"
+#include "optim/adam.h"
+#include "optim/loss.h"
+#include "optim/loss_scaler.h"
+#include "optim/lr_schedule.h"
 
 namespace nmt::trainer {
 namespace {

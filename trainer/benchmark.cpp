@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "trainer/elapsed.h"
+#include "base/elapsed.h"
 #include "trainer/trainer.h"
 
 namespace fs = std::filesystem;

@@ -11,18 +11,19 @@
 #include <csignal>
 #include <limits>
 
-#include "checkpoint/memory_estimate.h"
+#include "base/atomic_file.h"
+#include "base/elapsed.h"
+#include "base/progress.h"
+#include "base/stop_signal.h"
 #include "checkpoint/model_setup.h"
 #include "config/config_error.h"
-#include "data/progress.h"
-#include "data/stale_temporaries.h"
 #include "data/text_file.h"
+#include "metrics/flops.h"
+#include "optim/loss.h"
+#include "runtime/device.h"
+#include "runtime/memory_estimate.h"
+#include "runtime/shared_paths.h"
 #include "trainer/autocast.h"
-#include "trainer/elapsed.h"
-#include "trainer/flops.h"
-#include "trainer/loss.h"
-#include "trainer/shared_paths.h"
-#include "trainer/stop_signal.h"
 
 namespace nmt::trainer {
 namespace {
@@ -43,7 +44,7 @@ Trainer::Trainer(const config::Config& cfg, const dist::ProcessGroup& group, Ble
   // Under the run lock no other writer exists: every temporary in save_dir is litter of an
   // interrupted run (a checkpoint write cut by SIGKILL, say).
   if (group_.is_main())
-    for (const std::string& old : data::remove_stale_temporaries(cfg_.train.save_dir, /*all=*/true))
+    for (const std::string& old : base::remove_stale_temporaries(cfg_.train.save_dir, /*all=*/true))
       log_.info("removed " + old + ", left by an interrupted run");
   comm_ = dist::make_communicator(cfg_.dist, group_, device_);
   check_every_rank_sees_the_run(cfg_, *comm_);  // before any rank reads shards: one message names the host

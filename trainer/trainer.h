@@ -10,22 +10,24 @@
 #include <optional>
 #include <string>
 
+#include "checkpoint/checkpoint.h"
+#include "config/config.h"
 #include "data/batch.h"
 #include "data/batch_planner.h"
 #include "data/sharded_corpus.h"
 #include "dist/communicator.h"
 #include "dist/grad_reducer.h"
 #include "dist/process_group.h"
+#include "metrics/train_log.h"
 #include "model/transformer.h"
-#include "trainer/adam.h"
+#include "base/stop_signal.h"
 #include "checkpoint/checkpoint.h"
 #include "config/config.h"
-#include "trainer/log_window.h"
-#include "trainer/loss_scaler.h"
-#include "trainer/lr_schedule.h"
-#include "trainer/run_lock.h"
-#include "trainer/stop_signal.h"
-#include "trainer/train_log.h"
+#include "metrics/log_window.h"
+#include "optim/adam.h"
+#include "optim/loss_scaler.h"
+#include "optim/lr_schedule.h"
+#include "runtime/run_lock.h"
 
 namespace nmt::trainer {
 
@@ -71,7 +73,7 @@ class Trainer {
     bool skipped = false;      // non-finite loss or gradient (skip policy or fp16 overflow)
     StepTimes times;
     int64_t local_src_tokens = 0, local_tgt_tokens = 0, local_padded = 0;  // this rank's batches
-    double local_flops = 0;    // model FLOPs of this rank's batches (trainer/flops.h)
+    double local_flops = 0;    // model FLOPs of this rank's batches (metrics/flops.h)
     torch::Tensor local_loss, local_nll;  // float64 sums over this rank's batches, before the all-reduce
   };
   class Laps;

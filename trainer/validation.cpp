@@ -4,8 +4,8 @@
 
 #include <cmath>
 
-#include "data/sha256.h"
-#include "trainer/loss.h"
+#include "base/sha256.h"
+#include "optim/loss.h"
 #include "trainer/trainer.h"
 
 namespace nmt::trainer {

@@ -1,0 +1,58 @@
+#include "base/signal_deferral.h"
+
+#include <cstring>
+#include <exception>
+
+namespace nmt::data {
+namespace {
+
+volatile std::sig_atomic_t g_pending = 0;
+
+void record(int sig) {
+  g_pending = sig;
+  // The first Ctrl-C is deferred; a second one must still end a stuck process.
+  if (sig == SIGINT) std::signal(SIGINT, SIG_DFL);
+}
+
+}  // namespace
+
+Interrupted::Interrupted(int signal, const std::string& what) : std::runtime_error(what), signal_(signal) {}
+
+std::string signal_name(int signal) {
+  switch (signal) {
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP";
+    default: return "signal " + std::to_string(signal);
+  }
+}
+
+SignalDeferral::SignalDeferral() : outer_pending_(g_pending), unwinding_at_start_(std::uncaught_exceptions()) {
+  g_pending = 0;
+  struct sigaction sa {};
+  sa.sa_handler = record;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &sa, &old_int_);
+  sigaction(SIGTERM, &sa, &old_term_);
+  sigaction(SIGHUP, &sa, &old_hup_);
+}
+
+SignalDeferral::~SignalDeferral() {
+  sigaction(SIGINT, &old_int_, nullptr);
+  sigaction(SIGTERM, &old_term_, nullptr);
+  sigaction(SIGHUP, &old_hup_, nullptr);
+  const int sig = g_pending;
+  g_pending = outer_pending_;
+  // While an exception unwinds (Interrupted, or any error) the caller reports it; raising
+  // the signal now would end the process before its message.
+  if (sig != 0 && std::uncaught_exceptions() == unwinding_at_start_) std::raise(sig);
+}
+
+int SignalDeferral::pending() const { return g_pending; }
+
+void SignalDeferral::throw_if_pending(const std::string& doing) const {
+  if (const int sig = g_pending; sig != 0) throw Interrupted(sig, doing + ": interrupted by " + signal_name(sig));
+}
+
+}  // namespace nmt::data

@@ -1,0 +1,95 @@
+#include "model/kernels/decode_attention.h"
+
+#include <ATen/Parallel.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "model/kernels/cpu_clones.h"
+#include "model/kernels/fast_exp.h"
+
+namespace nmt::model {
+namespace {
+
+// Queries per pair up to which the kernel is used: a decoding step has one (self-attention,
+// or greedy cross-attention) or the beam size (a sentence's beams against its source).
+constexpr int64_t kMaxQueries = 16;
+
+NMT_CPU_CLONES float dot(const float* a, const float* b, int64_t n) {
+  float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+  for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+NMT_CPU_CLONES void axpy(float alpha, const float* x, float* y, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
+}
+
+}  // namespace
+
+bool use_decode_attention(const torch::Tensor& q, const torch::Tensor& key_mask, bool training) {
+  if (training || torch::GradMode::is_enabled()) return false;
+  if (!q.device().is_cpu() || q.scalar_type() != torch::kFloat32 || q.dim() != 4) return false;
+  if (q.size(2) > kMaxQueries) return false;
+  return !key_mask.defined() ||
+         (key_mask.dim() == 4 && key_mask.size(1) == 1 && key_mask.size(2) == 1 && key_mask.scalar_type() == torch::kBool);
+}
+
+torch::Tensor decode_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                               const torch::Tensor& key_mask) {
+  TORCH_CHECK(q.dim() == 4 && k.dim() == 4 && v.dim() == 4, "decode_attention needs [B, H, T, D] tensors");
+  const int64_t batch = q.size(0), heads = q.size(1), tq = q.size(2), d = q.size(3), tk = k.size(2);
+  TORCH_CHECK(k.size(0) == batch && v.size(0) == batch && k.size(1) == heads && v.size(1) == heads &&
+                  v.size(2) == tk && k.size(3) == d && v.size(3) == d,
+              "decode_attention: shapes q ", q.sizes(), " k ", k.sizes(), " v ", v.sizes(), " do not match");
+  for (const torch::Tensor* t : {&q, &k, &v})
+    TORCH_CHECK(t->scalar_type() == torch::kFloat32 && t->device().is_cpu() && t->stride(3) == 1,
+                "decode_attention needs float32 CPU tensors with a contiguous last dimension");
+  torch::Tensor mask;
+  if (key_mask.defined()) {
+    TORCH_CHECK(key_mask.scalar_type() == torch::kBool && key_mask.dim() == 4 && key_mask.size(0) == batch &&
+                    key_mask.size(3) == tk,
+                "decode_attention: key mask ", key_mask.sizes(), " for ", batch, " x ", tk, " keys");
+    mask = key_mask.reshape({batch, tk}).contiguous();
+  }
+  torch::Tensor out = torch::zeros({batch, tq, heads * d}, q.options());
+  const float* qp = q.const_data_ptr<float>();
+  const float* kp = k.const_data_ptr<float>();
+  const float* vp = v.const_data_ptr<float>();
+  const bool* mp = mask.defined() ? mask.const_data_ptr<bool>() : nullptr;
+  float* op = out.data_ptr<float>();
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  at::parallel_for(0, batch * heads, 16, [&](int64_t begin, int64_t end) {
+    std::vector<float> scores(static_cast<size_t>(tk));
+    for (int64_t pair = begin; pair < end; ++pair) {
+      const int64_t b = pair / heads, h = pair % heads;
+      const float* kb = kp + b * k.stride(0) + h * k.stride(1);
+      const float* vb = vp + b * v.stride(0) + h * v.stride(1);
+      const bool* mb = mp ? mp + b * tk : nullptr;
+      for (int64_t i = 0; i < tq; ++i) {
+        const float* qi = qp + b * q.stride(0) + h * q.stride(1) + i * q.stride(2);
+        float m = -std::numeric_limits<float>::infinity();
+        for (int64_t j = 0; j < tk; ++j) {
+          scores[j] = (mb && !mb[j]) ? -std::numeric_limits<float>::infinity() : scale * dot(qi, kb + j * k.stride(2), d);
+          m = scores[j] > m ? scores[j] : m;
+        }
+        float* oi = op + (b * tq + i) * heads * d + h * d;
+        if (m == -std::numeric_limits<float>::infinity()) continue;  // nothing to attend to: zeros
+        float sum = 0.0f;
+        for (int64_t j = 0; j < tk; ++j) {
+          scores[j] = exp_nonpositive(scores[j] - m);
+          sum += scores[j];
+        }
+        const float inv = 1.0f / sum;
+        for (int64_t j = 0; j < tk; ++j)
+          if (!mb || mb[j]) axpy(scores[j] * inv, vb + j * v.stride(2), oi, d);
+      }
+    }
+  });
+  return out;
+}
+
+}  // namespace nmt::model

@@ -1,0 +1,27 @@
+#pragma once
+// Label-smoothed cross-entropy, computed only at non-pad target positions.
+#include <torch/torch.h>
+
+namespace nmt::trainer {
+
+struct LossSums {
+  torch::Tensor loss;  // scalar: sum over tokens of the smoothed loss (what is minimised)
+  torch::Tensor nll;   // scalar: sum of plain negative log-likelihoods (for perplexity), detached
+  int64_t tokens = 0;  // non-pad target tokens summed over
+};
+
+// Per token t with log-probabilities lp over V classes (PyTorch's definition, as
+// F.cross_entropy(label_smoothing=eps)):
+//   loss_t = (1 - eps) * (-lp[target]) + (eps / V) * sum_j (-lp[j])
+// `project` maps hidden states [n, d] to logits [n, V]; it is applied to the non-pad rows
+// only, so padding costs neither the output projection nor the softmax. On the CPU the
+// softmax and loss run fused (model/kernels/fused_cross_entropy.h); elsewhere as LibTorch ops.
+LossSums label_smoothed_loss(const torch::Tensor& hidden, const torch::Tensor& target, int64_t pad, double epsilon,
+                             const std::function<torch::Tensor(const torch::Tensor&)>& project);
+
+// The same loss from [n, V] logits of the counted rows, as log_softmax -> gather -> sum
+// (any device and dtype; `tokens` is copied into the result).
+LossSums reference_label_smoothed_loss(const torch::Tensor& logits, const torch::Tensor& target, double epsilon,
+                                       int64_t tokens);
+
+}  // namespace nmt::trainer
