@@ -76,7 +76,11 @@ void save_checkpoint(const Checkpoint& c, const std::string& path, const std::fu
   base::fsync_dir(fs::path(path).parent_path());
 }
 
-Checkpoint load_checkpoint(const std::string& path) {
+namespace {
+
+// The file's bytes, checked against its .sha256 sidecar and as a zip archive, unpickled
+// into the checkpoint's dict.
+c10::impl::GenericDict read_checkpoint_dict(const std::string& path) {
   if (fs::is_directory(path))
     throw CheckpointError(path + ": is a directory, not a checkpoint file (give a .pt file, e.g. " +
                           (fs::path(path) / "last.pt").string() + ")");
@@ -99,7 +103,13 @@ Checkpoint load_checkpoint(const std::string& path) {
     throw CheckpointError(path + ": not a readable checkpoint (corrupt or truncated?)");
   }
   if (!iv.isGenericDict()) throw CheckpointError(path + ": not a checkpoint dict");
-  const auto d = iv.toGenericDict();
+  return iv.toGenericDict();
+}
+
+}  // namespace
+
+Checkpoint load_checkpoint(const std::string& path) {
+  const auto d = read_checkpoint_dict(path);
   Checkpoint c;
   const int64_t version = get<int64_t>(d, "format_version", path);
   if (version != kCheckpointFormatVersion)

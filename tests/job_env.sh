@@ -18,3 +18,20 @@ assert not bad, bad[:5]
 print(f"identical at update {a['update']}: {sys.argv[1]} == {sys.argv[2]}")
 PY
 }
+
+# cluster_toy_job LOG_INTERVAL: the multi-host jobs' toy corpus (raw/), config (c.yaml: 20
+# updates, deterministic reduction, a checkpoint every 3 updates, dist.timeout_s=$timeout_s)
+# and shards (shards/), shared by tests/multihost_jobs.sh and tests/slurm_jobs.sh so that a
+# Slurm launch and an mpirun launch train the same job. Needs python, here and timeout_s.
+cluster_toy_job() {
+  "$python" "$here/make_toy_corpus.py" raw 400
+  cat > c.yaml <<YAML
+data: {raw_dir: raw, shard_dir: shards, vocab_size: 40, num_shards: 3, max_tokens: 120}
+model: {d_model: 32, ffn_dim: 64, heads: 4, encoder_layers: 1, decoder_layers: 1, dropout: 0.0}
+schedule: {type: inverse_sqrt, lr: 0.002, warmup_updates: 5}
+optim: {clip_norm: 1.0}
+train: {max_updates: 20, threads: 1, log_interval: $1, validate_interval_updates: 10, save_interval_updates: 3, keep_last: 0}
+dist: {bucket_mb: 0.01, deterministic_reduce: true, timeout_s: $timeout_s}
+YAML
+  "$PRE" --config c.yaml > /dev/null 2>&1 || fail preprocess
+}

@@ -36,16 +36,7 @@ source "$here/job_env.sh"
 read -r -a MH <<< "$NETNS_MPIRUN"  # mpirun across the two hosts (2 slots each)
 read -r -a LINKS <<< "$NETNS_LINKS"
 timeout_s=8
-"$python" "$here/make_toy_corpus.py" raw 400
-cat > c.yaml <<YAML
-data: {raw_dir: raw, shard_dir: shards, vocab_size: 40, num_shards: 3, max_tokens: 120}
-model: {d_model: 32, ffn_dim: 64, heads: 4, encoder_layers: 1, decoder_layers: 1, dropout: 0.0}
-schedule: {type: inverse_sqrt, lr: 0.002, warmup_updates: 5}
-optim: {clip_norm: 1.0}
-train: {max_updates: 20, threads: 1, log_interval: 5, validate_interval_updates: 10, save_interval_updates: 3, keep_last: 0}
-dist: {bucket_mb: 0.01, deterministic_reduce: true, timeout_s: $timeout_s}
-YAML
-"$PRE" --config c.yaml > /dev/null 2>&1 || fail preprocess
+cluster_toy_job 5  # raw/, c.yaml, shards/ (tests/job_env.sh)
 
 update_of() { "$python" -c "import torch,sys; print(torch.load(sys.argv[1], weights_only=True)['update'])" "$1"; }
 hosts2() {  # hosts2 DIR [overrides...]: 2 hosts x 2 ranks

@@ -65,16 +65,7 @@ echo "$tmp" > "$SLURM_TEST_NOTE"
 read -r -a HOSTS <<< "$NETNS_HOSTS"
 read -r -a LINKS <<< "$NETNS_LINKS"
 timeout_s=8
-"$python" "$here/make_toy_corpus.py" raw 400
-cat > c.yaml <<YAML
-data: {raw_dir: raw, shard_dir: shards, vocab_size: 40, num_shards: 3, max_tokens: 120}
-model: {d_model: 32, ffn_dim: 64, heads: 4, encoder_layers: 1, decoder_layers: 1, dropout: 0.0}
-schedule: {type: inverse_sqrt, lr: 0.002, warmup_updates: 5}
-optim: {clip_norm: 1.0}
-train: {max_updates: 20, threads: 1, log_interval: 1, validate_interval_updates: 10, save_interval_updates: 3, keep_last: 0}
-dist: {bucket_mb: 0.01, deterministic_reduce: true, timeout_s: $timeout_s}
-YAML
-"$PRE" --config c.yaml > /dev/null 2>&1 || fail preprocess
+cluster_toy_job 1  # raw/, c.yaml, shards/ (tests/job_env.sh)
 export NMTRAIN_BUILD=$build
 
 job_state() { scontrol show job -o "$1" 2> /dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2; }
