@@ -87,6 +87,13 @@ refused "train --warmup -1" "--warmup" "$TRAIN" --config c.yaml --benchmark 2 --
 refused "dist.timeout_s 0" "config key 'dist.timeout_s' = '0.0' (command line 'dist.timeout_s=0'): must be >= 0.1" "$TRAIN" --config c.yaml dist.timeout_s=0
 refused "dist.grad_dtype int8" "config key 'dist.grad_dtype' = 'int8'" "$TRAIN" --config c.yaml dist.grad_dtype=int8
 refused "dist.overlap maybe" "config key 'dist.overlap' = 'maybe'" "$TRAIN" --config c.yaml dist.overlap=maybe
+refused "debug.fp16_overflow_above -1" "config key 'debug.fp16_overflow_above' = '-1.0' (command line 'debug.fp16_overflow_above=-1'): must be >= 0" \
+  "$TRAIN" --config c.yaml debug.fp16_overflow_above=-1
+refused "train.precision fp8" "config key 'train.precision' = 'fp8'" "$TRAIN" --config c.yaml train.precision=fp8
+# tools/compare_builds.sh: wrong usage and a build without the executables, before anything runs.
+refused "compare_builds.sh with one build" "usage: compare_builds.sh OLD_BUILD NEW_BUILD" bash "$here/../tools/compare_builds.sh" run
+refused "compare_builds.sh on a directory without executables" "compare_builds.sh: error: run/data/preprocess: not an executable" \
+  bash "$here/../tools/compare_builds.sh" run "$build" "$python"
 
 # 2. Outputs that are inputs, however spelled.
 ln -sf update_6.pt run/link.pt
