@@ -23,6 +23,7 @@ import yaml
 from nmtrain_checkpoint import BadInput
 import nmtrain_checkpoint
 import nmtrain_vocab
+from nmtrain_dirs import nmtrain_content
 
 PROG = "export_ctranslate2"
 EVAL_KEYS = ("beam", "lenpen", "max_len_a", "max_len_b")
@@ -53,11 +54,8 @@ def check_not_input(output, inputs):
 
 def foreign_content(path, entries):
     """Why the non-empty directory path is not an export this tool wrote, or None."""
-    if "manifest.json" in entries:
-        return "holds shards (manifest.json)"
-    runs = sorted(e for e in entries if e.endswith(".pt") or e == "metrics.jsonl")
-    if runs:
-        return f"holds checkpoints ({'last.pt' if 'last.pt' in runs else runs[0]})"
+    if nmtrain_content(entries):
+        return "holds " + nmtrain_content(entries)
     for entry in sorted(entries):
         if entry not in EXPORT_FILES or not os.path.isfile(os.path.join(path, entry)):
             return f"holds '{entry}', which {PROG} does not write"

@@ -72,6 +72,8 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 
+from nmtrain_dirs import nmtrain_content  # tools/, beside this script
+
 PROG = "sweep.py"
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
@@ -271,13 +273,7 @@ def check_out(out):
     entries = os.listdir(out)
     if not entries or is_sweep_out(out, entries):
         return
-    runs = sorted(e for e in entries if e.endswith(".pt") or e == "metrics.jsonl")
-    if "manifest.json" in entries:
-        what = "shards (manifest.json)"
-    elif runs:
-        what = f"checkpoints ({'last.pt' if 'last.pt' in runs else runs[0]})"
-    else:
-        what = f"'{sorted(entries)[0]}'"
+    what = nmtrain_content(entries) or f"'{sorted(entries)[0]}'"
     raise SweepError(f"--out {out}: exists and holds {what}, but no sweep wrote there (no table.csv or "
                      f"NAME/{STATE}): choose another --out, or an empty or new directory")
 
