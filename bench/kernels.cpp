@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_args.h"
 #include "model/kernels/fused_cross_entropy.h"
 #include "model/kernels/fused_dropout.h"
 #include "optim/loss.h"
@@ -34,25 +35,10 @@ double median_ms(const std::function<void()>& fn) {
   return ms[ms.size() / 2];
 }
 
-// argv[i] as a positive integer, `fallback` when absent; anything else is refused by name.
-int64_t positive_arg(int argc, char** argv, int i, const char* name, int64_t fallback) {
-  if (argc <= i) return fallback;
-  const std::string text = argv[i];
-  size_t used = 0;
-  int64_t value = 0;
-  try {
-    value = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || value <= 0)
-    throw std::invalid_argument(std::string(name) + " must be a positive integer, got '" + text + "'");
-  return value;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
+  using nmt::bench::positive_arg;
   nmt::trainer::keep_freed_memory_mapped();  // as in train: no page faults in the timings
   try {
     if (argc > 4) throw std::invalid_argument("usage: kernels [ROWS] [VOCAB] [THREADS]");

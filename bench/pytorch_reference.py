@@ -2,14 +2,19 @@
 comparison with our trainer (bench/compare runs both alternately):
 
   * the Python torch of the same wheel as our LibTorch, the same intra-op threads;
-  * post-norm encoder-decoder layers on F.scaled_dot_product_attention, nn.Linear,
+  * post-norm (or, with --pre-norm, pre-norm with a final LayerNorm per stack, as our
+    model.pre_norm) encoder-decoder layers on F.scaled_dot_product_attention, nn.Linear,
     nn.LayerNorm, tied embeddings scaled by sqrt(d_model), sinusoidal positions;
+  * eager, or under torch.compile (--compile default | max-autotune-no-cudagraphs: inductor
+    on the CPU), the first thing a PyTorch user tries for speed. The compile happens in
+    the warmup updates; their time is reported apart (warmup_seconds);
   * F.cross_entropy(label_smoothing=..., ignore_index=pad), Adam(fused=True), the same
     inverse_sqrt schedule;
   * the very same micro-batches, read from our HDF5 shards with h5py (plan.json written
     by `train --benchmark N --bench-out DIR`), and the same initial weights (init.pt).
 
-Prints one JSON line: tgt_tokens_per_s, updates_per_s, and the per-update losses.
+Prints one JSON line: tgt_tokens_per_s, updates_per_s, warmup_seconds, recompiles (graphs
+compiled after the warmup, whose time the steady state then includes), per-update losses.
 """
 import argparse
 import json
@@ -95,36 +100,45 @@ class FFN(nn.Module):
         return self.fc2(F.relu(self.fc1(x)))
 
 
+def residual(x, norm, drop, pre_norm, f):
+    """x + f(x) with the LayerNorm after the sum (post-norm) or on f's input (pre-norm)."""
+    return x + drop(f(norm(x))) if pre_norm else norm(x + drop(f(x)))
+
+
 class EncoderLayer(nn.Module):
-    def __init__(self, d, h, f, p):
+    def __init__(self, d, h, f, p, pre_norm):
         super().__init__()
-        self.self_attn, self.ffn = SelfAttention(d, h, 0.0), FFN(d, f)
+        self.self_attn, self.ffn, self.pre_norm = SelfAttention(d, h, 0.0), FFN(d, f), pre_norm
         self.norm1, self.norm2, self.drop = nn.LayerNorm(d), nn.LayerNorm(d), nn.Dropout(p)
 
     def forward(self, x, mask):
-        x = self.norm1(x + self.drop(self.self_attn(x, mask)))
-        return self.norm2(x + self.drop(self.ffn(x)))
+        x = residual(x, self.norm1, self.drop, self.pre_norm, lambda h: self.self_attn(h, mask))
+        return residual(x, self.norm2, self.drop, self.pre_norm, self.ffn)
 
 
 class DecoderLayer(nn.Module):
-    def __init__(self, d, h, f, p):
+    def __init__(self, d, h, f, p, pre_norm):
         super().__init__()
         self.self_attn, self.cross_attn, self.ffn = SelfAttention(d, h, 0.0), CrossAttention(d, h, 0.0), FFN(d, f)
         self.norm1, self.norm2, self.norm3, self.drop = nn.LayerNorm(d), nn.LayerNorm(d), nn.LayerNorm(d), nn.Dropout(p)
+        self.pre_norm = pre_norm
 
     def forward(self, x, memory, self_mask, mem_mask):
-        x = self.norm1(x + self.drop(self.self_attn(x, self_mask)))
-        x = self.norm2(x + self.drop(self.cross_attn(x, memory, mem_mask)))
-        return self.norm3(x + self.drop(self.ffn(x)))
+        x = residual(x, self.norm1, self.drop, self.pre_norm, lambda h: self.self_attn(h, self_mask))
+        x = residual(x, self.norm2, self.drop, self.pre_norm, lambda h: self.cross_attn(h, memory, mem_mask))
+        return residual(x, self.norm3, self.drop, self.pre_norm, self.ffn)
 
 
 class Transformer(nn.Module):
-    def __init__(self, vocab, d, h, f, enc, dec, p, pad):
+    def __init__(self, vocab, d, h, f, enc, dec, p, pad, pre_norm):
         super().__init__()
         self.d, self.pad, self.drop = d, pad, nn.Dropout(p)
         self.embed = nn.Embedding(vocab, d)
-        self.encoder_layers = nn.ModuleList(EncoderLayer(d, h, f, p) for _ in range(enc))
-        self.decoder_layers = nn.ModuleList(DecoderLayer(d, h, f, p) for _ in range(dec))
+        self.encoder_layers = nn.ModuleList(EncoderLayer(d, h, f, p, pre_norm) for _ in range(enc))
+        self.decoder_layers = nn.ModuleList(DecoderLayer(d, h, f, p, pre_norm) for _ in range(dec))
+        # Pre-norm stacks end with a LayerNorm each (model.pre_norm's encoder_norm/decoder_norm).
+        self.encoder_norm = nn.LayerNorm(d) if pre_norm else nn.Identity()
+        self.decoder_norm = nn.LayerNorm(d) if pre_norm else nn.Identity()
         self.register_buffer("positions", sinusoids(1024, d), persistent=False)
 
     def emb(self, t):
@@ -137,10 +151,17 @@ class Transformer(nn.Module):
         x = self.emb(src)
         for layer in self.encoder_layers:
             x = layer(x, src_mask)
+        x = self.encoder_norm(x)
         y = self.emb(tgt)
         for layer in self.decoder_layers:
             y = layer(y, x, self_mask, src_mask)
-        return y @ self.embed.weight.t()
+        return self.decoder_norm(y) @ self.embed.weight.t()
+
+
+def graphs_compiled():
+    """Frames TorchDynamo has compiled so far in this process (0 in eager)."""
+    from torch._dynamo.utils import counters
+    return counters["stats"]["unique_graphs"]
 
 
 def main():
@@ -153,7 +174,10 @@ def main():
     ap.add_argument("--d-model", type=int, default=256)
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--ffn", type=int, default=1024)
-    ap.add_argument("--layers", type=int, default=3)
+    ap.add_argument("--layers", type=int, default=3, help="encoder layers")
+    ap.add_argument("--decoder-layers", type=int, default=None, help="decoder layers (default: --layers)")
+    ap.add_argument("--pre-norm", action="store_true")
+    ap.add_argument("--compile", choices=("none", "default", "max-autotune-no-cudagraphs"), default="none")
     ap.add_argument("--dropout", type=float, default=0.1)
     ap.add_argument("--label-smoothing", type=float, default=0.1)
     ap.add_argument("--lr", type=float, default=1e-3)
@@ -163,17 +187,19 @@ def main():
     torch.manual_seed(1)
     data = Shards(a.shard_dir)
     pad = data.special["pad"]
-    model = Transformer(data.vocab, a.d_model, a.heads, a.ffn, a.layers, a.layers, a.dropout, pad)
+    model = Transformer(data.vocab, a.d_model, a.heads, a.ffn, a.layers, a.decoder_layers or a.layers, a.dropout, pad,
+                        a.pre_norm)
     init = torch.load(os.path.join(a.bench_out, "init.pt"), weights_only=True)["model"]
     model.load_state_dict(init, strict=True)
     model.train()
+    forward = model if a.compile == "none" else torch.compile(model, mode=a.compile)
     opt = torch.optim.Adam(model.parameters(), lr=a.lr, betas=(0.9, 0.98), eps=1e-9, fused=True)
     plan = json.load(open(os.path.join(a.bench_out, "plan.json")))
     assert len(plan) >= a.warmup + a.updates, "plan.json has fewer updates than asked for"
-    losses, tgt_tokens, start = [], 0, None
+    losses, tgt_tokens, start, began = [], 0, None, time.perf_counter()
     for u, micro in enumerate(plan[: a.warmup + a.updates]):
         if u == a.warmup:
-            start, tgt_tokens = time.perf_counter(), 0
+            start, tgt_tokens, compiled = time.perf_counter(), 0, graphs_compiled()
         lr = a.lr * min((u + 1) / a.warmup_updates, math.sqrt(a.warmup_updates / (u + 1)))
         for g in opt.param_groups:
             g["lr"] = lr
@@ -181,7 +207,7 @@ def main():
         total = sum(int((tout != pad).sum()) for _, _, tout in batches)
         loss_sum = 0.0
         for src, tin, tout in batches:
-            logits = model(src, tin)
+            logits = forward(src, tin)
             loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), tout.view(-1), ignore_index=pad,
                                    label_smoothing=a.label_smoothing, reduction="sum")
             (loss / total).backward()
@@ -192,7 +218,8 @@ def main():
         tgt_tokens += total
     secs = time.perf_counter() - start
     print(json.dumps({"tgt_tokens_per_s": tgt_tokens / secs, "updates_per_s": a.updates / secs, "seconds": secs,
-                      "threads": a.threads, "losses": losses}))
+                      "warmup_seconds": start - began, "recompiles": graphs_compiled() - compiled,
+                      "compile": a.compile, "threads": a.threads, "losses": losses}))
 
 
 if __name__ == "__main__":

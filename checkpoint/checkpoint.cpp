@@ -62,6 +62,7 @@ void save_checkpoint(const Checkpoint& c, const std::string& path, const std::fu
   d.insert("loss_scale_good_steps", c.loss_scale_good_steps);
   d.insert("bad_validations", c.bad_validations);
   d.insert("metrics", c.metrics_json);
+  d.insert("gemm_backend", c.gemm_backend);
   const std::vector<char> bytes = pickle_save_untagged(c10::IValue(d));
   // Both files complete and synced before either replaces the old pair; the two renames
   // then follow back to back. A crash between them (microseconds) leaves a pair whose
@@ -148,6 +149,7 @@ Checkpoint load_checkpoint(const std::string& path) {
   if (d.contains("loss_scale_good_steps")) c.loss_scale_good_steps = get<int64_t>(d, "loss_scale_good_steps", path);
   c.bad_validations = get<int64_t>(d, "bad_validations", path);
   c.metrics_json = get<std::string>(d, "metrics", path);
+  if (d.contains("gemm_backend")) c.gemm_backend = get<std::string>(d, "gemm_backend", path);
   return c;
 }
 

@@ -40,6 +40,7 @@ struct Checkpoint {
   int64_t loss_scale_good_steps = 0;
   int64_t bad_validations = 0;
   std::string metrics_json = "[]";
+  std::string gemm_backend;            // "mkl" | "onednn" (train.gemm's pick); "" in older checkpoints
 };
 
 // Atomic (base/atomic_file.h), verified write. Throws base::FileError naming the file it

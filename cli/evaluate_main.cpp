@@ -9,6 +9,7 @@
 #include "eval/evaluation.h"
 #include "runtime/device.h"
 #include "runtime/malloc_tuning.h"
+#include "trainer/gemm_choice.h"
 
 namespace {
 
@@ -55,6 +56,7 @@ int main(int argc, char** argv) {
     torch::set_num_threads(static_cast<int>(cfg.train.threads));
     const torch::Device device = nmt::checkpoint::choose_device(cfg.train, group.local_rank());
     auto comm = nmt::dist::make_communicator(cfg.dist, group, device);
+    nmt::trainer::choose_gemm_backend(cfg, cfg.model, *comm, device);  // train.gemm, the same on every rank
     const auto result = nmt::eval::run_evaluation(cfg, req, *comm);
     if (group.is_main() && result.scored)
       std::printf("%s\n%s\n", result.bleu.to_string().c_str(), nmt::eval::bleu_signature().c_str());

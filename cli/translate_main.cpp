@@ -8,6 +8,7 @@
 #include "eval/translator.h"
 #include "runtime/device.h"
 #include "runtime/malloc_tuning.h"
+#include "trainer/gemm_choice.h"
 
 int main(int argc, char** argv) {
   nmt::trainer::keep_freed_memory_mapped();  // each decoding step's large tensors reuse pages
@@ -28,7 +29,10 @@ int main(int argc, char** argv) {
     nmt::config::Config cfg;
     if (!nmt::cli::resolve_config(args, nmt::config::Needs::kShards, &cfg)) return 0;
     torch::set_num_threads(static_cast<int>(cfg.train.threads));
-    nmt::eval::Translator translator(cfg, checkpoint, nmt::checkpoint::choose_device(cfg.train, 0));
+    const torch::Device device = nmt::checkpoint::choose_device(cfg.train, 0);
+    const nmt::trainer::GemmDecision gemm = nmt::trainer::decide_gemm_backend(cfg, cfg.model, device);
+    nmt::model::kernels::set_gemm_backend(gemm.backend);
+    nmt::eval::Translator translator(cfg, checkpoint, device);
     std::vector<std::string> lines;
     if (!input.empty()) {
       lines = nmt::eval::read_text_lines(input);

@@ -41,6 +41,9 @@ enum class Device { kAuto, kCpu, kCuda };  // auto = CUDA when available
 enum class Precision { kFp32, kBf16, kFp16 };
 // train.nonfinite: what a NaN/Inf loss or gradient does.
 enum class NonfinitePolicy { kStop, kSkip };
+// train.gemm: the CPU GEMM library of the linear layers (model/kernels/gemm.h). auto times
+// both at start (rank 0, broadcast) and keeps a resumed run on the checkpoint's choice.
+enum class Gemm { kMkl, kOneDnn, kAuto };
 
 struct TrainConfig {
   int64_t seed = 1;               // seeds parameters, dropout and the batch order
@@ -58,6 +61,7 @@ struct TrainConfig {
   std::string save_dir = "runs/default";  // checkpoints, logs and metrics.jsonl go here
   Device device = Device::kAuto;  // auto|cpu|cuda
   Precision precision = Precision::kFp32;  // fp32|bf16|fp16
+  Gemm gemm = Gemm::kMkl;         // mkl|onednn|auto: CPU GEMM of the linear layers (mkl: LibTorch's own)
   bool validate_bleu = false;     // also greedy-decode the validation split at each validation (best_bleu.pt)
   NonfinitePolicy nonfinite = NonfinitePolicy::kStop;  // stop, or skip the update and count it
   int64_t max_nonfinite_skips = 5;  // skip policy: stop after this many skipped updates in a row

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs every dependency of the project, idempotently:
-#   - Debian packages (Open MPI, HDF5, yaml-cpp, GoogleTest, SentencePiece, CLI11,
+#   - Debian packages (Open MPI, HDF5, yaml-cpp, GoogleTest, SentencePiece, oneDNN, CLI11,
 #     spdlog/fmt, nlohmann-json, OpenSSL, zlib, ninja, ccache, cmake, iproute2; Slurm and
 #     munge with NMTRAIN_WITH_SLURM=1, as the test command sets);
 #   - one pinned torch wheel from PyPI in a virtual environment that carries LibTorch
@@ -33,6 +33,7 @@ DEBIAN_PACKAGES=(
   libyaml-cpp-dev
   libgtest-dev libgmock-dev googletest
   libsentencepiece-dev sentencepiece
+  libdnnl-dev  # oneDNN's dnnl_sgemm: the faster GEMM where MKL is slow (model/kernels/gemm.h)
   libcli11-dev
   libspdlog-dev libfmt-dev
   nlohmann-json3-dev

@@ -1,6 +1,7 @@
 #include "model/attention.h"
 
 #include "model/kernels/decode_attention.h"
+#include "model/kernels/linear.h"
 
 namespace nmt::model {
 
@@ -33,7 +34,7 @@ MultiHeadAttentionImpl::MultiHeadAttentionImpl(int64_t d_model, int64_t heads, d
 
 torch::Tensor MultiHeadAttentionImpl::project(const torch::nn::Linear& proj, const torch::Tensor& x,
                                               const torch::Tensor& bias_mask) const {
-  return torch::nn::functional::linear(x, proj->weight, proj->bias * bias_mask);
+  return kernels::linear(x, proj->weight, proj->bias * bias_mask);
 }
 
 torch::Tensor MultiHeadAttentionImpl::split_heads(const torch::Tensor& x) const {
@@ -42,12 +43,12 @@ torch::Tensor MultiHeadAttentionImpl::split_heads(const torch::Tensor& x) const 
 
 torch::Tensor MultiHeadAttentionImpl::attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                              const torch::Tensor& mask) {
-  if (use_decode_attention(q, mask, is_training())) return out_proj(decode_attention(q, k, v, mask));
+  if (use_decode_attention(q, mask, is_training())) return kernels::linear(decode_attention(q, k, v, mask), out_proj->weight, out_proj->bias);
   // [b, h, tq, dk] -> [b, tq, d]
   torch::Tensor out = at::scaled_dot_product_attention(q, k, v, mask.defined() ? std::optional<at::Tensor>(mask) : std::nullopt,
                                                        is_training() ? dropout_ : 0.0);
   out = out.transpose(1, 2).reshape({q.size(0), q.size(2), d_model_});
-  return out_proj(out);
+  return kernels::linear(out, out_proj->weight, out_proj->bias);
 }
 
 torch::Tensor MultiHeadAttentionImpl::self_forward(const torch::Tensor& x, const torch::Tensor& mask, KVCache* cache) {
@@ -79,7 +80,7 @@ torch::Tensor MultiHeadAttentionImpl::cross_forward(const torch::Tensor& q, cons
       cache->v = v;
     }
   }
-  return attend(split_heads(q_proj(q)), k, v, mask);
+  return attend(split_heads(kernels::linear(q, q_proj->weight, q_proj->bias)), k, v, mask);
 }
 
 }  // namespace nmt::model

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "model/kernels/fused_dropout.h"
+#include "model/kernels/linear.h"
 #include "model/structured_dropout.h"
 
 namespace nmt::model {
@@ -23,7 +24,8 @@ FeedForwardImpl::FeedForwardImpl(int64_t d_model, int64_t ffn_dim, double activa
 }
 
 torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
-  return fc2(dropout_add(torch::Tensor(), torch::relu(fc1(x)), activation_dropout_, is_training()));
+  const auto hidden = torch::relu(kernels::linear(x, fc1->weight, fc1->bias));
+  return kernels::linear(dropout_add(torch::Tensor(), hidden, activation_dropout_, is_training()), fc2->weight, fc2->bias);
 }
 
 namespace {
@@ -149,7 +151,9 @@ torch::Tensor TransformerImpl::decode(const torch::Tensor& tgt_in, const torch::
   return config_.pre_norm ? decoder_norm(x) : x;
 }
 
-torch::Tensor TransformerImpl::project(const torch::Tensor& hidden) { return torch::matmul(hidden, embed->weight.t()); }
+torch::Tensor TransformerImpl::project(const torch::Tensor& hidden) {
+  return kernels::linear(hidden, embed->weight, torch::Tensor());  // tied output projection: hidden E^T
+}
 
 torch::Tensor TransformerImpl::forward_hidden(const torch::Tensor& src, const torch::Tensor& tgt_in) {
   torch::Tensor src_mask;

@@ -1,11 +1,15 @@
 // `train --benchmark`: timed updates and the figures of bench/README.md.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "base/elapsed.h"
+#include "model/kernels/gemm.h"
 #include "trainer/trainer.h"
 
 namespace fs = std::filesystem;
@@ -13,22 +17,39 @@ namespace fs = std::filesystem;
 namespace nmt::trainer {
 
 namespace {
-// fp32 matrix-multiply FLOP/s of this process with its intra-op threads: the peak MFU is
-// measured against, on the same LibTorch build and threads as training.
-double matmul_peak_flops(const torch::Device& device) {
+struct MatmulPeak {
+  double flops_per_s = 0;
+  std::string library;  // the GEMM that reached it: "mkl", "onednn", or "cuda" (torch::mm on the GPU)
+};
+
+// The fp32 matrix-multiply FLOP/s MFU is measured against: a 2048^3 product with this
+// process's intra-op threads, through the best GEMM library of the machine (MKL or oneDNN,
+// model/kernels/gemm.h), so that a library the trainer does not use cannot flatter the MFU.
+// 2 s per library, in alternating halves: 1 s of one library was too noisy on a shared VM.
+MatmulPeak matmul_peak(const torch::Device& device) {
   const int64_t n = 2048;
-  auto a = torch::randn({n, n}, torch::TensorOptions().device(device)), b = torch::randn_like(a);
-  for (int i = 0; i < 3; ++i) torch::mm(a, b);
-  int reps = 0;
-  const auto t0 = std::chrono::steady_clock::now();
-  double secs = 0;
-  while (secs < 1.0) {
-    torch::mm(a, b);
-    ++reps;
-    if (device.is_cuda()) torch::cuda::synchronize();
-    secs = seconds_since(t0);
+  if (device.is_cuda()) {
+    auto a = torch::randn({n, n}, torch::TensorOptions().device(device)), b = torch::randn_like(a);
+    for (int i = 0; i < 3; ++i) torch::mm(a, b);
+    int reps = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    do {
+      torch::mm(a, b);
+      ++reps;
+      torch::cuda::synchronize();
+    } while (seconds_since(t0) < 1.0);
+    return {2.0 * n * n * n * reps / seconds_since(t0), "cuda"};
   }
-  return 2.0 * n * n * n * reps / secs;
+  using model::kernels::GemmBackend;
+  const std::vector<model::kernels::GemmShape> square{{n, n, n, false, false}};
+  std::vector<GemmBackend> libraries{GemmBackend::kMkl};
+  if (model::kernels::onednn_available()) libraries.push_back(GemmBackend::kOneDnn);
+  std::vector<double> speed(libraries.size(), 0.0);
+  for (int half = 0; half < 2; ++half)
+    for (size_t i = 0; i < libraries.size(); ++i)
+      speed[i] += model::kernels::gemm_flops_per_s(libraries[i], square, 1.0) / 2;
+  const size_t best = static_cast<size_t>(std::max_element(speed.begin(), speed.end()) - speed.begin());
+  return {speed[best], model::kernels::gemm_backend_name(libraries[best])};
 }
 
 double peak_rss_bytes() {
@@ -88,7 +109,8 @@ nlohmann::json Trainer::benchmark(int64_t warmup, int64_t updates, const std::st
   padded = comm_->all_reduce_sum(padded);
   flops = comm_->all_reduce_sum(flops);
   const double wall = comm_->all_reduce_max(secs);
-  const double peak = comm_->all_reduce_sum(matmul_peak_flops(device_));  // every rank's peak, measured apart
+  const MatmulPeak mine = matmul_peak(device_);
+  const double peak = comm_->all_reduce_sum(mine.flops_per_s);  // every rank's peak, measured apart
   auto share = [&](double t) { return t / times.total(); };
   return {{"ranks", group_.world_size()},
           {"threads", cfg_.train.threads},
@@ -105,6 +127,8 @@ nlohmann::json Trainer::benchmark(int64_t warmup, int64_t updates, const std::st
           {"model_flops_per_update", flops / static_cast<double>(updates)},
           {"achieved_flops_per_s", flops / wall},
           {"matmul_peak_flops_per_s", peak},
+          {"matmul_peak_library", mine.library},
+          {"gemm", model::kernels::gemm_backend_name(gemm_.backend)},
           {"mfu", flops / wall / peak},
           {"parameters", model::parameter_count(*model_)},
           {"losses", losses}};

@@ -76,6 +76,9 @@ Trainer::Trainer(const config::Config& cfg, const dist::ProcessGroup& group, Ble
   const model::ModelConfig model_cfg = checkpoint::model_config_for(cfg_, train_->manifest());
   checkpoint::check_fits(model_cfg, cfg_, device_, /*training=*/true);  // before allocating anything large
   model_ = model::Transformer(model_cfg);
+  // Before the seeding below: measuring draws from a generator of its own, but keeps the
+  // order of construction obvious.
+  gemm_ = choose_gemm_backend(cfg_, model_cfg, *comm_, device_);
   model_->to(device_);
   model_->train();
   for (auto& p : model_->parameters()) p.mutable_grad() = torch::zeros_like(p);  // reducer needs defined grads
@@ -313,9 +316,9 @@ void Trainer::announce_start(bool resumed) {
   // from this update on were rolled back with the checkpoint (TensorBoard drops them too).
   log_.metrics({{"event", "start"}, {"update", update_ + 1}, {"resumed", resumed}});
   if (cfg_.train.tensorboard) log_.start_tensorboard(update_ + 1);
-  log_.info(fmt::format("model: {} parameters | device {} | ranks {} | backend {} | {} updates/epoch | threads {}",
+  log_.info(fmt::format("model: {} parameters | device {} | ranks {} | backend {} | {} updates/epoch | threads {} | gemm {}",
                         model::parameter_count(*model_), device_.str(), group_.world_size(), comm_->name(),
-                        planner_->updates_per_epoch(), cfg_.train.threads));
+                        planner_->updates_per_epoch(), cfg_.train.threads, gemm_.why));
 }
 
 // One all-reduce decides for every rank: rank 0's clock, and any rank's signal.

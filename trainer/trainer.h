@@ -21,13 +21,12 @@
 #include "metrics/train_log.h"
 #include "model/transformer.h"
 #include "base/stop_signal.h"
-#include "checkpoint/checkpoint.h"
-#include "config/config.h"
 #include "metrics/log_window.h"
 #include "optim/adam.h"
 #include "optim/loss_scaler.h"
 #include "optim/lr_schedule.h"
 #include "runtime/run_lock.h"
+#include "trainer/gemm_choice.h"
 
 namespace nmt::trainer {
 
@@ -136,6 +135,7 @@ class Trainer {
   std::vector<data::MicroBatch> valid_batches_;  // packed once, checked at start
   data::SpecialIds special_;
   model::Transformer model_{nullptr};
+  GemmDecision gemm_;  // train.gemm as decided at start (or kept from the resumed checkpoint)
   std::unique_ptr<Adam> optim_;
   std::unique_ptr<dist::GradReducer> reducer_;
   std::unique_ptr<data::BatchPlanner> planner_;

@@ -1,0 +1,115 @@
+// gemm [ROWS] [THREADS] [MILLISECONDS]: fp32 GEMM speed of each library at the model's
+// shapes, side by side in one process: MKL (LibTorch's torch::mm), oneDNN (dnnl_sgemm,
+// what train.gemm=onednn uses) and BLIS (cblas_sgemm of Debian's libblis.so.4, measured
+// only), for the recipe's shape (d_model 256, FFN 1024) and the tiny one (128, 256), both
+// with the 8k vocabulary, at ROWS tokens per micro-batch; plus the 2048^3 product the MFU
+// peak used to be taken from. One JSON line per shape set: GFLOP/s of each library, and
+// each product's figures under "products".
+#include <ATen/Parallel.h>
+#include <dlfcn.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "bench/bench_args.h"
+#include "model/kernels/gemm.h"
+
+namespace {
+
+using nmt::model::kernels::GemmBackend;
+using nmt::model::kernels::GemmShape;
+
+// BLIS through its CBLAS layer, opened apart (RTLD_DEEPBIND) so that its cblas_sgemm is not
+// confused with the MKL one inside LibTorch.
+using CblasSgemm = void (*)(int, int, int, int, int, int, float, const float*, int, const float*, int, float, float*,
+                            int);
+struct Blis {
+  CblasSgemm sgemm = nullptr;
+  Blis(int threads) {
+    void* h = dlopen("libblis.so.4", RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+    if (!h) return;
+    sgemm = reinterpret_cast<CblasSgemm>(dlsym(h, "cblas_sgemm"));
+    if (auto set = reinterpret_cast<void (*)(long)>(dlsym(h, "bli_thread_set_num_threads"))) set(threads);
+  }
+};
+
+double blis_flops_per_s(const Blis& blis, const GemmShape& s, double seconds) {
+  const auto a = s.trans_a ? torch::randn({s.k, s.m}) : torch::randn({s.m, s.k});
+  const auto b = s.trans_b ? torch::randn({s.n, s.k}) : torch::randn({s.k, s.n});
+  auto c = torch::empty({s.m, s.n});
+  auto run = [&] {
+    blis.sgemm(101 /*row major*/, s.trans_a ? 112 : 111, s.trans_b ? 112 : 111, static_cast<int>(s.m),
+               static_cast<int>(s.n), static_cast<int>(s.k), 1.0f, a.data_ptr<float>(), static_cast<int>(a.stride(0)),
+               b.data_ptr<float>(), static_cast<int>(b.stride(0)), 0.0f, c.data_ptr<float>(), static_cast<int>(s.n));
+  };
+  run();
+  int reps = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  double secs = 0;
+  do {
+    run();
+    ++reps;
+    secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  } while (secs < seconds);
+  return 2.0 * static_cast<double>(s.m * s.n * s.k) * reps / secs;
+}
+
+std::string shape_name(const GemmShape& s) {
+  return std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) + (s.trans_a ? " At" : "") +
+         (s.trans_b ? " Bt" : "");
+}
+
+// One JSON line for a set of products: per product and in all (FLOP-weighted harmonic).
+void report(const char* label, const std::vector<GemmShape>& shapes, const Blis& blis, double seconds) {
+  std::string products;
+  double flops = 0, t_mkl = 0, t_dnnl = 0, t_blis = 0;
+  for (const GemmShape& s : shapes) {
+    const double f = 2.0 * static_cast<double>(s.m * s.n * s.k);
+    const double mkl = nmt::model::kernels::gemm_flops_per_s(GemmBackend::kMkl, {s}, seconds);
+    const double dnnl = nmt::model::kernels::onednn_available()
+                            ? nmt::model::kernels::gemm_flops_per_s(GemmBackend::kOneDnn, {s}, seconds) : 0;
+    const double bl = blis.sgemm ? blis_flops_per_s(blis, s, seconds) : 0;
+    flops += f, t_mkl += f / mkl, t_dnnl += dnnl > 0 ? f / dnnl : 0, t_blis += bl > 0 ? f / bl : 0;
+    char line[200];
+    std::snprintf(line, sizeof(line), "%s{\"shape\": \"%s\", \"mkl\": %.1f, \"onednn\": %.1f, \"blis\": %.1f}",
+                  products.empty() ? "" : ", ", shape_name(s).c_str(), mkl / 1e9, dnnl / 1e9, bl / 1e9);
+    products += line;
+  }
+  std::printf("{\"shapes\": \"%s\", \"threads\": %d, \"gflops\": {\"mkl\": %.1f, \"onednn\": %.1f, \"blis\": %.1f}, "
+              "\"onednn_over_mkl\": %.3f, \"products\": [%s]}\n",
+              label, at::get_num_threads(), flops / t_mkl / 1e9, t_dnnl > 0 ? flops / t_dnnl / 1e9 : 0.0,
+              t_blis > 0 ? flops / t_blis / 1e9 : 0.0, t_dnnl > 0 ? t_mkl / t_dnnl : 0.0, products.c_str());
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using nmt::bench::positive_arg;
+  try {
+    if (argc > 4) throw std::invalid_argument("usage: gemm [ROWS] [THREADS] [MILLISECONDS]");
+    const int64_t rows = positive_arg(argc, argv, 1, "ROWS", 1536);
+    const int threads = static_cast<int>(positive_arg(argc, argv, 2, "THREADS", 2));
+    const double seconds = static_cast<double>(positive_arg(argc, argv, 3, "MILLISECONDS", 300)) / 1000.0;
+    at::set_num_threads(threads);
+    torch::manual_seed(0);
+    if (!nmt::model::kernels::onednn_available())
+      std::fprintf(stderr, "gemm: oneDNN not measured: %s\n", nmt::model::kernels::onednn_unavailable_reason().c_str());
+    const Blis blis(threads);
+    if (!blis.sgemm) std::fprintf(stderr, "gemm: BLIS not measured: libblis.so.4 not found (Debian libblis4)\n");
+    report("square 2048", {{2048, 2048, 2048, false, false}}, blis, seconds);
+    report("recipe 256/1024/8000", nmt::model::kernels::transformer_gemm_shapes(rows, 256, 1024, 8000), blis, seconds);
+    report("tiny 128/256/8000", nmt::model::kernels::transformer_gemm_shapes(rows, 128, 256, 8000), blis, seconds);
+    return 0;
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "gemm: error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gemm: error: %s\n", e.what());
+    return 1;
+  }
+}

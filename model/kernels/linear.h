@@ -1,0 +1,13 @@
+#pragma once
+// y = x W^T + b with the GEMM backend of this process (gemm.h): the model's projections,
+// FFN and output projection. Under MKL, or anywhere the oneDNN path does not apply (CUDA,
+// autocast, dtypes other than float32), it is torch::nn::functional::linear itself, so the
+// default path computes exactly what LibTorch does.
+#include <torch/torch.h>
+
+namespace nmt::model::kernels {
+
+// x [..., in], weight [out, in], bias [out] or undefined.
+torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
+
+}  // namespace nmt::model::kernels

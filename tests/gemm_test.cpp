@@ -1,0 +1,127 @@
+// The GEMM backends (model/kernels/gemm) against LibTorch's torch::mm, and the oneDNN linear
+// layer (model/kernels/linear) against torch::nn::functional::linear, forward and gradients.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "model/kernels/gemm.h"
+#include "model/kernels/linear.h"
+#include "model/transformer.h"
+
+namespace nmt::model::kernels {
+namespace {
+
+// oneDNN must load wherever setup.sh ran; only AddressSanitizer builds go without it.
+#define REQUIRE_ONEDNN()                                                                  \
+  do {                                                                                    \
+    if (!onednn_available()) {                                                            \
+      if (onednn_unavailable_reason().find("AddressSanitizer") != std::string::npos)      \
+        GTEST_SKIP() << onednn_unavailable_reason();                                      \
+      FAIL() << onednn_unavailable_reason();                                              \
+    }                                                                                     \
+  } while (0)
+
+// Restores the process's backend after a test that changes it.
+struct BackendScope {
+  GemmBackend saved = gemm_backend();
+  explicit BackendScope(GemmBackend b) { set_gemm_backend(b); }
+  ~BackendScope() { set_gemm_backend(saved); }
+};
+
+float max_relative_error(const torch::Tensor& got, const torch::Tensor& want) {
+  return ((got - want).abs().max() / want.abs().max().clamp_min(1e-30)).item<float>();
+}
+
+TEST(Gemm, BothBackendsMatchTorchMmForEveryTransposeAndAccumulate) {
+  REQUIRE_ONEDNN();
+  torch::manual_seed(5);
+  const int64_t m = 37, n = 53, k = 71;  // odd sizes: no kernel's tile divides them
+  for (GemmBackend backend : {GemmBackend::kMkl, GemmBackend::kOneDnn})
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        const auto a = ta ? torch::randn({k, m}) : torch::randn({m, k});
+        const auto b = tb ? torch::randn({n, k}) : torch::randn({k, n});
+        const auto want = torch::mm(ta ? a.t() : a, tb ? b.t() : b);
+        auto c = torch::empty({m, n});
+        sgemm(backend, a, ta, b, tb, c, /*accumulate=*/false);
+        EXPECT_LT(max_relative_error(c, want), 1e-5) << gemm_backend_name(backend) << " ta " << ta << " tb " << tb;
+        const auto before = torch::randn({m, n});
+        c.copy_(before);
+        sgemm(backend, a, ta, b, tb, c, /*accumulate=*/true);
+        EXPECT_LT(max_relative_error(c, before + want), 1e-5) << gemm_backend_name(backend) << " accumulate";
+      }
+}
+
+TEST(Gemm, RowStridedOperandsAndBadShapesAreChecked) {
+  REQUIRE_ONEDNN();
+  // A column slice of a wider matrix: rows contiguous, leading dimension larger than k.
+  const auto wide = torch::randn({20, 40});
+  const auto a = wide.slice(1, 5, 25), b = torch::randn({20, 30});
+  auto c = torch::empty({20, 30});
+  sgemm(GemmBackend::kOneDnn, a, false, b, false, c, false);
+  EXPECT_LT(max_relative_error(c, torch::mm(a, b)), 1e-5);
+  auto wrong = torch::empty({20, 29});
+  EXPECT_THROW(sgemm(GemmBackend::kOneDnn, a, false, b, false, wrong, false), c10::Error);
+  auto col_major = torch::empty({30, 20}).t();
+  EXPECT_THROW(sgemm(GemmBackend::kOneDnn, a, false, b, false, col_major, false), c10::Error);
+}
+
+TEST(Gemm, OneDnnLinearMatchesLibTorchForwardAndGradients) {
+  REQUIRE_ONEDNN();
+  torch::manual_seed(6);
+  for (bool with_bias : {true, false}) {
+    const auto x0 = torch::randn({3, 11, 24}), w0 = torch::randn({40, 24}), b0 = torch::randn({40});
+    const auto dy = torch::randn({3, 11, 40});
+    auto run = [&](GemmBackend backend) {
+      BackendScope scope(backend);
+      auto x = x0.clone().requires_grad_(), w = w0.clone().requires_grad_(), b = b0.clone().requires_grad_();
+      auto y = linear(x, w, with_bias ? b : torch::Tensor());
+      y.backward(dy);
+      return std::vector<torch::Tensor>{y.detach(), x.grad(), w.grad(), with_bias ? b.grad() : torch::zeros({1})};
+    };
+    const auto want = run(GemmBackend::kMkl), got = run(GemmBackend::kOneDnn);
+    const char* names[] = {"y", "dx", "dw", "db"};
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_EQ(got[i].sizes(), want[i].sizes()) << names[i];
+      EXPECT_LT(max_relative_error(got[i], want[i]), 1e-5) << names[i] << " bias " << with_bias;
+    }
+  }
+}
+
+TEST(Gemm, TransformerOnOneDnnMatchesMklLossAndGradients) {
+  REQUIRE_ONEDNN();
+  ModelConfig c;
+  c.vocab_size = 50, c.d_model = 32, c.ffn_dim = 64, c.heads = 4, c.encoder_layers = 2, c.decoder_layers = 2;
+  c.dropout = 0;
+  torch::manual_seed(7);
+  Transformer model(c);
+  const auto src = torch::randint(4, 50, {3, 9}), tgt = torch::randint(4, 50, {3, 7});
+  auto loss_and_grads = [&](GemmBackend backend) {
+    BackendScope scope(backend);
+    model->zero_grad();
+    auto logits = model->forward(src, tgt);
+    auto loss = torch::nn::functional::cross_entropy(logits.reshape({-1, 50}), torch::randint(4, 50, {21},
+                                                     torch::Generator(at::detail::createCPUGenerator(3))));
+    loss.backward();
+    std::vector<torch::Tensor> out{loss.detach()};
+    for (const auto& p : model->parameters()) out.push_back(p.grad().clone());
+    return out;
+  };
+  const auto want = loss_and_grads(GemmBackend::kMkl), got = loss_and_grads(GemmBackend::kOneDnn);
+  EXPECT_LT(max_relative_error(got[0], want[0]), 1e-5) << "loss";
+  for (size_t i = 1; i < want.size(); ++i) EXPECT_LT(max_relative_error(got[i], want[i]), 1e-4) << "parameter " << i;
+}
+
+TEST(Gemm, MeasuringLeavesTheDefaultGeneratorAlone) {
+  REQUIRE_ONEDNN();
+  torch::manual_seed(8);
+  const auto expected = torch::randn({4});
+  torch::manual_seed(8);
+  const GemmChoice choice = fastest_gemm_backend(transformer_gemm_shapes(64, 32, 64, 100), 0.05);
+  EXPECT_GT(choice.mkl_flops_per_s, 0);
+  EXPECT_GT(choice.onednn_flops_per_s, 0);
+  EXPECT_TRUE(torch::equal(torch::randn({4}), expected));  // training's seeded stream is untouched
+  EXPECT_EQ(transformer_gemm_shapes(64, 32, 64, 100).size(), 15u);  // 5 weights x (forward, dx, dW)
+}
+
+}  // namespace
+}  // namespace nmt::model::kernels

@@ -1,0 +1,35 @@
+#pragma once
+// train.gemm -> the GEMM backend of this process (model/kernels/gemm.h), the same on every
+// rank: N ranks must compute what 1 rank computes, so a measured choice is rank 0's.
+#include <string>
+
+#include "config/config.h"
+#include "dist/communicator.h"
+#include "model/kernels/gemm.h"
+#include "model/model_config.h"
+
+namespace nmt::trainer {
+
+struct GemmDecision {
+  model::kernels::GemmBackend backend = model::kernels::GemmBackend::kMkl;
+  std::string why;  // for the start line: "mkl (train.gemm)", "onednn (auto: 201 vs 150 GFLOP/s)"
+};
+
+// train.gemm for this process alone (translate, evaluate: decoding numerics need not match
+// anything); auto measures only when `measure_here`. Does not set the backend.
+GemmDecision decide_gemm_backend(const config::Config& cfg, const model::ModelConfig& model, const torch::Device& device,
+                                 bool measure_here = true);
+
+// Sets the backend for train.gemm on `device` (CPU only; on CUDA no CPU GEMM runs and MKL
+// stays). auto: rank 0 times both on the model's shapes and broadcasts its pick. Collective
+// under auto. Throws config::ConfigError for onednn where it cannot be loaded.
+// `model`: the model's shapes (vocab_size from the manifest).
+GemmDecision choose_gemm_backend(const config::Config& cfg, const model::ModelConfig& model, dist::Communicator& comm,
+                                 const torch::Device& device);
+
+// A resumed auto run keeps the checkpoint's backend (`saved`: "mkl", "onednn", or "" from an
+// older checkpoint), so that it computes what the uninterrupted run did. Returns the note
+// for the log, empty when nothing changed.
+std::string keep_checkpoint_gemm(const config::Config& cfg, const std::string& saved, GemmDecision& decision);
+
+}  // namespace nmt::trainer
