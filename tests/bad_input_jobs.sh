@@ -90,6 +90,7 @@ refused "dist.overlap maybe" "config key 'dist.overlap' = 'maybe'" "$TRAIN" --co
 refused "debug.fp16_overflow_above -1" "config key 'debug.fp16_overflow_above' = '-1.0' (command line 'debug.fp16_overflow_above=-1'): must be >= 0" \
   "$TRAIN" --config c.yaml debug.fp16_overflow_above=-1
 refused "train.precision fp8" "config key 'train.precision' = 'fp8'" "$TRAIN" --config c.yaml train.precision=fp8
+refused "train.gemm blas" "config key 'train.gemm' = 'blas'" "$TRAIN" --config c.yaml train.gemm=blas
 # tools/compare_builds.sh: wrong usage and a build without the executables, before anything runs.
 refused "compare_builds.sh with one build" "usage: compare_builds.sh OLD_BUILD NEW_BUILD" bash "$here/../tools/compare_builds.sh" run
 refused "compare_builds.sh on a directory without executables" "compare_builds.sh: error: run/data/preprocess: not an executable" \

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Exact resume and fault tolerance, one ctest entry per mode:
 #   bitwise   stop at k in {3, 6 (epoch boundary), 9}, resume: bit-identical to a run never
-#             stopped; -np 1 (update_freq 2) and -np 2 (update_freq 2), dropout on
+#             stopped; -np 1 (update_freq 2) and -np 2 (update_freq 2), dropout on; the same
+#             under train.gemm=onednn, and resumed under auto (keeps the checkpoint's library)
 #   kill      SIGKILL inside a checkpoint write (fault hook), and a real SIGKILL of a
 #             running job: the previous checkpoint loads and resume is bit-exact
 #   corrupt   a corrupt newest checkpoint is reported and resume auto falls back
@@ -35,6 +36,18 @@ case $mode in
     run 1 reg_stop "${reg[@]}" --resume auto || fail "regularisers resume"
     grep -q "resumed from reg_stop/last.pt at update 4" reg_stop.log || { grep resumed reg_stop.log; fail "regularisers resume point"; }
     same reg_straight/last.pt reg_stop/last.pt
+    # The oneDNN GEMM (train.gemm) resumes bit for bit; a run started on it and resumed under
+    # auto keeps it (the checkpoint's library), whatever auto would have measured.
+    run 1 gemm_straight train.gemm=onednn train.max_updates=8 || fail "onednn straight"
+    grep -q "gemm onednn (train.gemm)" gemm_straight.log || fail "the start line does not name the oneDNN GEMM"
+    for resume_with in onednn auto; do
+      run 1 gemm_$resume_with train.gemm=onednn train.max_updates=4 || fail "onednn first part"
+      run 1 gemm_$resume_with train.gemm=$resume_with train.max_updates=8 --resume auto || fail "resume under $resume_with"
+      same gemm_straight/last.pt gemm_$resume_with/last.pt
+    done
+    grep -Eq "gemm (mkl|onednn) \(auto: oneDNN [0-9]+ vs MKL [0-9]+ GFLOP/s on the model's shapes\)" gemm_auto.log \
+      || { grep gemm gemm_auto.log; fail "auto does not report its measurement"; }
+    echo "train.gemm: onednn resumes bitwise; auto keeps the checkpoint's library"
     for np in 1 2; do
       run $np probe$np train.max_updates=1 || fail "probe -np $np"
       per_epoch=$(grep -o '[0-9]* updates/epoch' probe$np.log | head -1 | cut -d' ' -f1)
