@@ -7,6 +7,7 @@
 #include "dist/communicator.h"
 #include "dist/process_group.h"
 #include "eval/evaluation.h"
+#include "runtime/cuda_math.h"
 #include "runtime/device.h"
 #include "runtime/malloc_tuning.h"
 #include "trainer/gemm_choice.h"
@@ -57,6 +58,7 @@ int main(int argc, char** argv) {
     const torch::Device device = nmt::checkpoint::choose_device(cfg.train, group.local_rank());
     auto comm = nmt::dist::make_communicator(cfg.dist, group, device);
     nmt::trainer::choose_gemm_backend(cfg, cfg.model, *comm, device);  // train.gemm, the same on every rank
+    nmt::runtime::configure_cuda_math(cfg.train);
     const auto result = nmt::eval::run_evaluation(cfg, req, *comm);
     if (group.is_main() && result.scored)
       std::printf("%s\n%s\n", result.bleu.to_string().c_str(), nmt::eval::bleu_signature().c_str());

@@ -6,6 +6,7 @@
 #include "cli/cli.h"
 #include "eval/evaluation.h"
 #include "eval/translator.h"
+#include "runtime/cuda_math.h"
 #include "runtime/device.h"
 #include "runtime/malloc_tuning.h"
 #include "trainer/gemm_choice.h"
@@ -32,6 +33,7 @@ int main(int argc, char** argv) {
     const torch::Device device = nmt::checkpoint::choose_device(cfg.train, 0);
     const nmt::trainer::GemmDecision gemm = nmt::trainer::decide_gemm_backend(cfg, cfg.model, device);
     nmt::model::kernels::set_gemm_backend(gemm.backend);
+    nmt::runtime::configure_cuda_math(cfg.train);
     nmt::eval::Translator translator(cfg, checkpoint, device);
     std::vector<std::string> lines;
     if (!input.empty()) {

@@ -62,6 +62,8 @@ struct TrainConfig {
   Device device = Device::kAuto;  // auto|cpu|cuda
   Precision precision = Precision::kFp32;  // fp32|bf16|fp16
   Gemm gemm = Gemm::kMkl;         // mkl|onednn|auto: CPU GEMM of the linear layers (mkl: LibTorch's own)
+  bool tf32 = false;              // CUDA: fp32 matmuls and convolutions may use TF32 (runtime/cuda_math.h)
+  bool cudnn_sdpa = false;        // CUDA: allow cuDNN's attention kernel (slow with varying batch shapes)
   bool validate_bleu = false;     // also greedy-decode the validation split at each validation (best_bleu.pt)
   NonfinitePolicy nonfinite = NonfinitePolicy::kStop;  // stop, or skip the update and count it
   int64_t max_nonfinite_skips = 5;  // skip policy: stop after this many skipped updates in a row
