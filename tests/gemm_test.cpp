@@ -87,6 +87,21 @@ TEST(Gemm, OneDnnLinearMatchesLibTorchForwardAndGradients) {
   }
 }
 
+// Decoding's last sentence: one row. contiguous() of a one-row expand of the bias is the bias
+// itself; the product once went into it, overwriting the parameter (greedy decoding then
+// printed "a a a ..." for the sentences after).
+TEST(Gemm, OneRowLeavesTheBiasAloneAndMatchesLibTorch) {
+  REQUIRE_ONEDNN();
+  torch::NoGradGuard no_grad;
+  const auto w = torch::randn({40, 24}), b = torch::randn({40}), before = b.clone();
+  for (const auto& x : {torch::randn({1, 1, 24}), torch::randn({1, 24}), torch::randn({3, 24}).slice(0, 1, 2)}) {
+    BackendScope scope(GemmBackend::kOneDnn);
+    const auto y = linear(x, w, b);
+    EXPECT_TRUE(torch::equal(b, before)) << "the bias changed";
+    EXPECT_LT(max_relative_error(y, torch::nn::functional::linear(x, w, b)), 1e-5);
+  }
+}
+
 TEST(Gemm, TransformerOnOneDnnMatchesMklLossAndGradients) {
   REQUIRE_ONEDNN();
   ModelConfig c;

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <oneapi/dnnl/dnnl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <mutex>
 #include <stdexcept>
@@ -50,18 +51,24 @@ const OneDnn& onednn() {
 
 GemmBackend current = GemmBackend::kMkl;
 
+// Rows contiguous and apart: a one-row tensor may carry any stride (even 0) in its first
+// dimension, which the BLAS leading dimension must not see.
 void check_operand(const torch::Tensor& t, const char* name) {
-  TORCH_CHECK(t.dim() == 2 && t.scalar_type() == torch::kFloat32 && t.device().is_cpu() && t.stride(1) == 1,
-              "sgemm: ", name, " must be a 2-D float32 CPU tensor with contiguous rows, got ", t.sizes(), " ",
-              t.scalar_type(), " strides ", t.strides());
+  TORCH_CHECK(t.dim() == 2 && t.scalar_type() == torch::kFloat32 && t.device().is_cpu() &&
+                  (t.size(1) <= 1 || t.stride(1) == 1) && (t.size(0) <= 1 || t.stride(0) >= t.size(1)),
+              "sgemm: ", name, " must be a 2-D float32 CPU tensor with contiguous, non-overlapping rows, got ",
+              t.sizes(), " ", t.scalar_type(), " strides ", t.strides());
 }
+
+int64_t leading_dimension(const torch::Tensor& t) { return t.size(0) <= 1 ? std::max<int64_t>(t.size(1), 1) : t.stride(0); }
 
 void onednn_sgemm(const torch::Tensor& a, bool trans_a, const torch::Tensor& b, bool trans_b, torch::Tensor& c,
                   bool accumulate) {
   const int64_t m = c.size(0), n = c.size(1), k = trans_a ? a.size(0) : a.size(1);
   const dnnl_status_t status =
-      onednn().sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, 1.0f, a.data_ptr<float>(), a.stride(0),
-                     b.data_ptr<float>(), b.stride(0), accumulate ? 1.0f : 0.0f, c.data_ptr<float>(), c.stride(0));
+      onednn().sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, 1.0f, a.data_ptr<float>(), leading_dimension(a),
+                     b.data_ptr<float>(), leading_dimension(b), accumulate ? 1.0f : 0.0f, c.data_ptr<float>(),
+                     leading_dimension(c));
   TORCH_CHECK(status == dnnl_success, "dnnl_sgemm failed with status ", static_cast<int>(status), " for m ", m, " n ",
               n, " k ", k);
 }

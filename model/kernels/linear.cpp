@@ -14,8 +14,10 @@ struct OneDnnLinear : torch::autograd::Function<OneDnnLinear> {
                                const torch::Tensor& weight, const torch::Tensor& bias) {
     const bool has_bias = bias.numel() > 0;  // an empty bias stands for none (see linear())
     const auto rows = x.reshape({-1, x.size(-1)}).contiguous();
-    auto y = has_bias ? bias.expand({rows.size(0), weight.size(0)}).contiguous()
-                            : torch::empty({rows.size(0), weight.size(0)}, x.options());
+    // Fresh memory for the product: contiguous() of a one-row expand of the bias is the bias
+    // itself (a size-1 dimension's stride does not count), and the GEMM would write into it.
+    auto y = torch::empty({rows.size(0), weight.size(0)}, x.options());
+    if (has_bias) y.copy_(bias.expand_as(y));
     const auto w = weight.contiguous();
     sgemm(GemmBackend::kOneDnn, rows, false, w, true, y, /*accumulate=*/has_bias);
     ctx->save_for_backward({rows, w});
