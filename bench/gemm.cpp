@@ -90,7 +90,7 @@ void report(const char* label, const std::vector<GemmShape>& shapes, const Blis&
 
 int main(int argc, char** argv) {
   using nmt::bench::positive_arg;
-  try {
+  return nmt::bench::run_bench_main("gemm", [&] {
     if (argc > 4) throw std::invalid_argument("usage: gemm [ROWS] [THREADS] [MILLISECONDS]");
     const int64_t rows = positive_arg(argc, argv, 1, "ROWS", 1536);
     const int threads = static_cast<int>(positive_arg(argc, argv, 2, "THREADS", 2));
@@ -105,11 +105,5 @@ int main(int argc, char** argv) {
     report("recipe 256/1024/8000", nmt::model::kernels::transformer_gemm_shapes(rows, 256, 1024, 8000), blis, seconds);
     report("tiny 128/256/8000", nmt::model::kernels::transformer_gemm_shapes(rows, 128, 256, 8000), blis, seconds);
     return 0;
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "gemm: error: %s\n", e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "gemm: error: %s\n", e.what());
-    return 1;
-  }
+  });
 }

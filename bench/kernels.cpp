@@ -40,7 +40,7 @@ double median_ms(const std::function<void()>& fn) {
 int main(int argc, char** argv) {
   using nmt::bench::positive_arg;
   nmt::trainer::keep_freed_memory_mapped();  // as in train: no page faults in the timings
-  try {
+  return nmt::bench::run_bench_main("kernels", [&] {
     if (argc > 4) throw std::invalid_argument("usage: kernels [ROWS] [VOCAB] [THREADS]");
     const int64_t n = positive_arg(argc, argv, 1, "ROWS", 1800), v = positive_arg(argc, argv, 2, "VOCAB", 8000);
     at::set_num_threads(static_cast<int>(positive_arg(argc, argv, 3, "THREADS", 2)));
@@ -83,11 +83,5 @@ int main(int argc, char** argv) {
                 (chain - baseline) / std::max(fused - baseline, 1e-3), drop_fused, drop_libtorch, drop_base,
                 (drop_libtorch - drop_base) / std::max(drop_fused - drop_base, 1e-3));
     return 0;
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "kernels: error: %s\n", e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "kernels: error: %s\n", e.what());
-    return 1;
-  }
+  });
 }

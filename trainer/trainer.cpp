@@ -78,8 +78,8 @@ Trainer::Trainer(const config::Config& cfg, const dist::ProcessGroup& group, Ble
   const model::ModelConfig model_cfg = checkpoint::model_config_for(cfg_, train_->manifest());
   checkpoint::check_fits(model_cfg, cfg_, device_, /*training=*/true);  // before allocating anything large
   model_ = model::Transformer(model_cfg);
-  // Before the seeding below: measuring draws from a generator of its own, but keeps the
-  // order of construction obvious.
+  // train.gemm (collective under auto). Timing draws from a generator of its own, so the
+  // seeded stream that made the parameters and makes dropout is untouched.
   gemm_ = choose_gemm_backend(cfg_, model_cfg, *comm_, device_);
   model_->to(device_);
   model_->train();
