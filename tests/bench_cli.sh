@@ -15,6 +15,21 @@ expect_usage_error "VOCAB must be a positive integer, got '0'" 16 0
 expect_usage_error "THREADS must be a positive integer, got '-1'" 16 32 -1
 expect_usage_error "ROWS must be a positive integer, got '12x'" 12x
 expect_usage_error "usage: kernels" 1 2 3 4
+# bench/gemm, bench/compare --compile and bench/decode --gemm the same way, before any work.
+gemm=$1/bench/gemm
+for args in "abc" "16 0" "16 2 -5" "1 2 3 4"; do
+  # shellcheck disable=SC2086
+  err=$("$gemm" $args 2>&1 >/dev/null); rc=$?
+  [ "$rc" = 2 ] && grep -q "^gemm: error: " <<<"$err" || fail "gemm $args: exit $rc: $err"
+done
+grep -q "MILLISECONDS must be a positive integer, got '-5'" <<<"$("$gemm" 16 2 -5 2>&1)" || fail "gemm: MILLISECONDS not named"
+root=$(cd "$(dirname "$0")/.." && pwd)
+err=$(bash "$root/bench/compare" --compile fast 2>&1); rc=$?
+[ "$rc" = 2 ] && grep -qF "bench/compare: --compile: unknown mode 'fast'" <<<"$err" || fail "compare --compile fast: exit $rc: $err"
+err=$(bash "$root/bench/compare" --compile 2>&1); rc=$?
+[ "$rc" = 2 ] && grep -qF "bench/compare: --compile needs a mode" <<<"$err" || fail "compare --compile: exit $rc: $err"
+err=$(python3 "$root/bench/decode" --gemm blas 2>&1); rc=$?
+[ "$rc" = 2 ] && grep -qF "argument --gemm: invalid choice: 'blas'" <<<"$err" || fail "decode --gemm blas: exit $rc: $err"
 # And a small valid run prints its JSON line.
 "$kernels" 16 32 1 | grep -q '"cross_entropy_speedup"' || fail "kernels 16 32 1 printed no JSON"
 echo "bench_cli: ok"
