@@ -43,7 +43,8 @@ torch::Tensor MultiHeadAttentionImpl::split_heads(const torch::Tensor& x) const 
 
 torch::Tensor MultiHeadAttentionImpl::attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                              const torch::Tensor& mask) {
-  if (use_decode_attention(q, mask, is_training())) return kernels::linear(decode_attention(q, k, v, mask), out_proj->weight, out_proj->bias);
+  if (use_decode_attention(q, mask, is_training()))
+    return kernels::linear(decode_attention(q, k, v, mask), out_proj->weight, out_proj->bias);
   // [b, h, tq, dk] -> [b, tq, d]
   torch::Tensor out = at::scaled_dot_product_attention(q, k, v, mask.defined() ? std::optional<at::Tensor>(mask) : std::nullopt,
                                                        is_training() ? dropout_ : 0.0);
