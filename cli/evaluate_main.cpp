@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
     const torch::Device device = nmt::checkpoint::choose_device(cfg.train, group.local_rank());
     auto comm = nmt::dist::make_communicator(cfg.dist, group, device);
     nmt::trainer::choose_gemm_backend(cfg, cfg.model, *comm, device);  // train.gemm, the same on every rank
+    nmt::trainer::choose_attention_kernel(cfg);
     nmt::runtime::configure_cuda_math(cfg.train);
     const auto result = nmt::eval::run_evaluation(cfg, req, *comm);
     if (group.is_main() && result.scored)

@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
     const torch::Device device = nmt::checkpoint::choose_device(cfg.train, 0);
     const nmt::trainer::GemmDecision gemm = nmt::trainer::decide_gemm_backend(cfg, cfg.model, device);
     nmt::model::kernels::set_gemm_backend(gemm.backend);
+    nmt::trainer::choose_attention_kernel(cfg);
     nmt::runtime::configure_cuda_math(cfg.train);
     nmt::eval::Translator translator(cfg, checkpoint, device);
     std::vector<std::string> lines;

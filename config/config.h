@@ -44,6 +44,9 @@ enum class NonfinitePolicy { kStop, kSkip };
 // train.gemm: the CPU GEMM library of the linear layers (model/kernels/gemm.h). auto times
 // both at start (rank 0, broadcast) and keeps a resumed run on the checkpoint's choice.
 enum class Gemm { kMkl, kOneDnn, kAuto };
+// train.attention: the CPU attention kernel outside incremental decoding (model/kernels/
+// short_attention.h): LibTorch's scaled_dot_product_attention, or ours for short sequences.
+enum class Attention { kSdpa, kShort };
 
 struct TrainConfig {
   int64_t seed = 1;               // seeds parameters, dropout and the batch order
@@ -62,6 +65,7 @@ struct TrainConfig {
   Device device = Device::kAuto;  // auto|cpu|cuda
   Precision precision = Precision::kFp32;  // fp32|bf16|fp16
   Gemm gemm = Gemm::kMkl;         // mkl|onednn|auto: CPU GEMM of the linear layers (mkl: LibTorch's own)
+  Attention attention = Attention::kSdpa;  // sdpa|short: CPU attention of training and scoring
   bool tf32 = false;              // CUDA: fp32 matmuls and convolutions may use TF32 (runtime/cuda_math.h)
   bool cudnn_sdpa = false;        // CUDA: allow cuDNN's attention kernel (slow with varying batch shapes)
   bool validate_bleu = false;     // also greedy-decode the validation split at each validation (best_bleu.pt)

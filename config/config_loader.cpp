@@ -190,6 +190,7 @@ const std::vector<Field>& fields() {
       NMT_CHOICE(train, precision,
                  {{"fp32", Precision::kFp32}, {"bf16", Precision::kBf16}, {"fp16", Precision::kFp16}}),
       NMT_CHOICE(train, gemm, {{"mkl", Gemm::kMkl}, {"onednn", Gemm::kOneDnn}, {"auto", Gemm::kAuto}}),
+      NMT_CHOICE(train, attention, {{"sdpa", Attention::kSdpa}, {"short", Attention::kShort}}),
       NMT_FIELD(train, tf32, Any{}),
       NMT_FIELD(train, cudnn_sdpa, Any{}),
       NMT_FIELD(train, validate_bleu, Any{}),

@@ -2,6 +2,7 @@
 
 #include "model/kernels/decode_attention.h"
 #include "model/kernels/linear.h"
+#include "model/kernels/short_attention.h"
 
 namespace nmt::model {
 
@@ -53,7 +54,10 @@ torch::Tensor MultiHeadAttentionImpl::attend(const torch::Tensor& q, const torch
 }
 
 torch::Tensor MultiHeadAttentionImpl::self_forward(const torch::Tensor& x, const torch::Tensor& mask, KVCache* cache) {
-  auto qkv = project(in_proj, x, in_bias_mask_).chunk(3, -1);
+  const torch::Tensor projected = project(in_proj, x, in_bias_mask_);
+  if (!cache && use_short_attention(projected, d_model_, heads_, x.size(1), is_training() ? dropout_ : 0.0))
+    return kernels::linear(short_self_attention(projected, mask, heads_), out_proj->weight, out_proj->bias);
+  auto qkv = projected.chunk(3, -1);
   torch::Tensor q = split_heads(qkv[0]), k = split_heads(qkv[1]), v = split_heads(qkv[2]);
   if (cache) {
     if (!cache->empty()) {
@@ -69,6 +73,11 @@ torch::Tensor MultiHeadAttentionImpl::self_forward(const torch::Tensor& x, const
 torch::Tensor MultiHeadAttentionImpl::cross_forward(const torch::Tensor& q, const torch::Tensor& memory,
                                                     const torch::Tensor& mask, KVCache* cache) {
   torch::Tensor k, v;
+  if (!cache && use_short_attention(q, d_model_, heads_, memory.size(1), is_training() ? dropout_ : 0.0)) {
+    const torch::Tensor kv = project(kv_proj, memory, kv_bias_mask_);
+    const torch::Tensor queries = kernels::linear(q, q_proj->weight, q_proj->bias);
+    return kernels::linear(short_cross_attention(queries, kv, mask, heads_), out_proj->weight, out_proj->bias);
+  }
   if (cache && !cache->empty()) {
     k = cache->k;
     v = cache->v;

@@ -71,4 +71,11 @@ std::string keep_checkpoint_gemm(const config::Config& cfg, const std::string& s
   return "gemm: " + decision.why + " instead of this start's measured pick";
 }
 
+const char* choose_attention_kernel(const config::Config& cfg) {
+  const auto kernel = cfg.train.attention == config::Attention::kShort ? model::AttentionKernel::kShort
+                                                                        : model::AttentionKernel::kSdpa;
+  model::set_attention_kernel(kernel);
+  return model::attention_kernel_name(kernel);
+}
+
 }  // namespace nmt::trainer

@@ -6,6 +6,7 @@
 #include "config/config.h"
 #include "dist/communicator.h"
 #include "model/kernels/gemm.h"
+#include "model/kernels/short_attention.h"
 #include "model/model_config.h"
 
 namespace nmt::trainer {
@@ -31,5 +32,9 @@ GemmDecision choose_gemm_backend(const config::Config& cfg, const model::ModelCo
 // older checkpoint), so that it computes what the uninterrupted run did. Returns the note
 // for the log, empty when nothing changed.
 std::string keep_checkpoint_gemm(const config::Config& cfg, const std::string& saved, GemmDecision& decision);
+
+// train.attention -> the attention kernel of this process (model/kernels/short_attention.h).
+// Returns its name for the start line.
+const char* choose_attention_kernel(const config::Config& cfg);
 
 }  // namespace nmt::trainer

@@ -81,6 +81,7 @@ Trainer::Trainer(const config::Config& cfg, const dist::ProcessGroup& group, Ble
   // train.gemm (collective under auto). Timing draws from a generator of its own, so the
   // seeded stream that made the parameters and makes dropout is untouched.
   gemm_ = choose_gemm_backend(cfg_, model_cfg, *comm_, device_);
+  choose_attention_kernel(cfg_);
   model_->to(device_);
   model_->train();
   for (auto& p : model_->parameters()) p.mutable_grad() = torch::zeros_like(p);  // reducer needs defined grads
@@ -318,9 +319,10 @@ void Trainer::announce_start(bool resumed) {
   // from this update on were rolled back with the checkpoint (TensorBoard drops them too).
   log_.metrics({{"event", "start"}, {"update", update_ + 1}, {"resumed", resumed}});
   if (cfg_.train.tensorboard) log_.start_tensorboard(update_ + 1);
-  log_.info(fmt::format("model: {} parameters | device {} | ranks {} | backend {} | {} updates/epoch | threads {} | gemm {}",
+  log_.info(fmt::format("model: {} parameters | device {} | ranks {} | backend {} | {} updates/epoch | threads {} | gemm {} | attention {}",
                         model::parameter_count(*model_), device_.str(), group_.world_size(), comm_->name(),
-                        planner_->updates_per_epoch(), cfg_.train.threads, gemm_.why));
+                        planner_->updates_per_epoch(), cfg_.train.threads, gemm_.why,
+                        model::attention_kernel_name(model::attention_kernel())));
 }
 
 // One all-reduce decides for every rank: rank 0's clock, and any rank's signal.
