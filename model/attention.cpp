@@ -1,5 +1,7 @@
 #include "model/attention.h"
 
+#include <algorithm>
+
 #include "model/kernels/decode_attention.h"
 #include "model/kernels/linear.h"
 #include "model/kernels/short_attention.h"
@@ -53,21 +55,51 @@ torch::Tensor MultiHeadAttentionImpl::attend(const torch::Tensor& q, const torch
   return kernels::linear(out, out_proj->weight, out_proj->bias);
 }
 
-torch::Tensor MultiHeadAttentionImpl::self_forward(const torch::Tensor& x, const torch::Tensor& mask, KVCache* cache) {
+torch::Tensor MultiHeadAttentionImpl::self_forward(const torch::Tensor& x, const torch::Tensor& mask, StepCache* cache) {
+  if (cache) return incremental_self_forward(x, *cache);
   const torch::Tensor projected = project(in_proj, x, in_bias_mask_);
-  if (!cache && use_short_attention(projected, d_model_, heads_, x.size(1), is_training() ? dropout_ : 0.0))
+  if (use_short_attention(projected, d_model_, heads_, x.size(1), is_training() ? dropout_ : 0.0))
     return kernels::linear(short_self_attention(projected, mask, heads_), out_proj->weight, out_proj->bias);
   auto qkv = projected.chunk(3, -1);
-  torch::Tensor q = split_heads(qkv[0]), k = split_heads(qkv[1]), v = split_heads(qkv[2]);
-  if (cache) {
-    if (!cache->empty()) {
-      k = torch::cat({cache->k, k}, 2);
-      v = torch::cat({cache->v, v}, 2);
-    }
-    cache->k = k;
-    cache->v = v;
+  return attend(split_heads(qkv[0]), split_heads(qkv[1]), split_heads(qkv[2]), mask);
+}
+
+namespace {
+// Room in `c` for step `step` of `rows` rows: doubles the steps (and widens the slots) when
+// full, keeping what was written.
+void reserve(StepCache& c, int64_t step, int64_t rows, int64_t d, const torch::TensorOptions& options) {
+  if (c.k.defined() && c.k.size(0) > step && c.k.size(1) >= rows) return;
+  const int64_t old_steps = c.k.defined() ? c.k.size(0) : 0, old_rows = c.k.defined() ? c.k.size(1) : 0;
+  const int64_t steps = std::max<int64_t>({step + 1, 2 * old_steps, 16});
+  auto grow = [&](const torch::Tensor& old) {
+    auto t = torch::empty({steps, std::max(rows, old_rows), d}, options);
+    if (old.defined()) t.narrow(0, 0, old_steps).narrow(1, 0, old_rows).copy_(old);
+    return t;
+  };
+  c.k = grow(c.k);
+  c.v = grow(c.v);
+}
+}  // namespace
+
+torch::Tensor MultiHeadAttentionImpl::incremental_self_forward(const torch::Tensor& x, StepCache& c) {
+  const int64_t rows = x.size(0), d = d_model_;
+  const torch::Tensor qkv = project(in_proj, x, in_bias_mask_).view({rows, 3 * d});
+  reserve(c, c.step, rows, d, qkv.options());
+  c.k[c.step].narrow(0, 0, rows).copy_(qkv.narrow(1, d, d));
+  c.v[c.step].narrow(0, 0, rows).copy_(qkv.narrow(1, 2 * d, d));
+  const torch::Tensor q = qkv.narrow(1, 0, d);
+  torch::Tensor out;
+  if (q.device().is_cpu() && q.scalar_type() == torch::kFloat32) {
+    out = decode_self_attention(q, c.k, c.v, c.history, heads_);
+  } else {  // gather each row's keys ([rows, steps, d]) and use the general kernel
+    const auto when = torch::arange(c.history.size(1), c.history.options().dtype(torch::kInt64)).unsqueeze(0);
+    const auto from = c.history.to(torch::kInt64);
+    const auto k = c.k.index({when, from}), v = c.v.index({when, from});
+    out = at::scaled_dot_product_attention(split_heads(q.view({rows, 1, d})), split_heads(k), split_heads(v))
+              .transpose(1, 2)
+              .reshape({rows, d});
   }
-  return attend(q, k, v, mask);
+  return kernels::linear(out, out_proj->weight, out_proj->bias).view({rows, 1, d});
 }
 
 torch::Tensor MultiHeadAttentionImpl::cross_forward(const torch::Tensor& q, const torch::Tensor& memory,

@@ -14,10 +14,21 @@ torch::Tensor causal_mask(int64_t len, const torch::Device& device);
 // hidden. [batch, 1, len, len].
 torch::Tensor decoder_self_mask(const torch::Tensor& tgt_tokens, int64_t pad);
 
-// Keys and values of one attention layer kept across decoding steps.
+// Keys and values of a cross-attention layer kept across decoding steps (the memory's
+// projections, computed once).
 struct KVCache {
-  torch::Tensor k, v;  // [batch, heads, steps_so_far (or src_len), head_dim]
+  torch::Tensor k, v;  // [batch, heads, src_len, head_dim]
   bool empty() const { return !k.defined(); }
+};
+
+// Keys and values of a decoder self-attention layer across decoding steps. They never move
+// once written: step s's keys of slot row r are k[s][r]; which slot row a hypothesis reads
+// at each step is `history` (DecoderState's), so reordering beams or dropping finished
+// sentences copies a table of row numbers instead of every layer's cache.
+struct StepCache {
+  torch::Tensor k, v;     // [capacity_steps, slot_rows, d_model], grown by doubling
+  torch::Tensor history;  // int32 [rows, step + 1]: this step's ancestors, the last column the rows themselves
+  int64_t step = 0;       // the step being decoded
 };
 
 class MultiHeadAttentionImpl : public torch::nn::Module {
@@ -26,9 +37,9 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
   // query matrix and a fused [2d, d] key-value matrix (keys/values come from the encoder).
   MultiHeadAttentionImpl(int64_t d_model, int64_t heads, double dropout, bool self_attention);
 
-  // Self-attention. x: [batch, len, d]. With `cache`, x holds only the new positions and
-  // the cache grows by them (incremental decoding; then `mask` may be undefined).
-  torch::Tensor self_forward(const torch::Tensor& x, const torch::Tensor& mask, KVCache* cache = nullptr);
+  // Self-attention. x: [batch, len, d]. With `cache`, x [rows, 1, d] holds one new position
+  // per row, whose keys and values join the cache (incremental decoding; no mask).
+  torch::Tensor self_forward(const torch::Tensor& x, const torch::Tensor& mask, StepCache* cache = nullptr);
   // Cross-attention. q: [batch, tgt_len, d], memory: [batch, src_len, d]. With `cache`,
   // the memory's projections are computed once and reused.
   torch::Tensor cross_forward(const torch::Tensor& q, const torch::Tensor& memory, const torch::Tensor& mask,
@@ -41,6 +52,7 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
 
  private:
   torch::Tensor split_heads(const torch::Tensor& x) const;  // [b, t, d] -> [b, h, t, d/h]
+  torch::Tensor incremental_self_forward(const torch::Tensor& x, StepCache& cache);
   torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                        const torch::Tensor& mask);
   // Applies a projection whose key slice has no bias. A key bias adds q.b_k to every

@@ -86,7 +86,7 @@ void DecoderState::select(const torch::Tensor& index, const torch::Tensor& share
     c.k = c.k.index_select(0, rows);
     c.v = c.v.index_select(0, rows);
   };
-  for (auto& l : layers) take(l.self, index);
+  history = history.index_select(0, index);
   if (!shared_index.defined()) return;
   memory = memory.index_select(0, shared_index);
   memory_mask = memory_mask.index_select(0, shared_index);
@@ -179,7 +179,14 @@ torch::Tensor TransformerImpl::decode_step(const torch::Tensor& tokens, DecoderS
 torch::Tensor TransformerImpl::decode_step_logits(const torch::Tensor& tokens, DecoderState& state) {
   // One new position: it may see every cached one, so the self-attention needs no mask.
   torch::Tensor x = embed_tokens(tokens.view({-1, 1}), state.step, /*word_drop=*/0.0);
-  for (auto& layer : state.layers) layer.beams = state.beams;
+  const int64_t rows = x.size(0);
+  const auto itself = torch::arange(rows, tokens.options().dtype(torch::kInt32)).view({rows, 1});
+  state.history = state.step == 0 ? itself : torch::cat({state.history, itself}, 1);
+  for (auto& layer : state.layers) {
+    layer.beams = state.beams;
+    layer.self.history = state.history;
+    layer.self.step = state.step;
+  }
   for (size_t i = 0; i < decoder_layers->size(); ++i)
     x = decoder_layers[i]->as<DecoderLayer>()->forward(x, state.memory, torch::Tensor(), state.memory_mask,
                                                        &state.layers[i]);

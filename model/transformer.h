@@ -42,7 +42,8 @@ TORCH_MODULE(EncoderLayer);
 
 // Per-layer caches of one decoding run.
 struct LayerCache {
-  KVCache self, cross;
+  StepCache self;
+  KVCache cross;
   int64_t beams = 1;  // rows per source sentence (DecoderState::beams)
 };
 
@@ -67,14 +68,17 @@ struct DecoderState {
   torch::Tensor memory_mask;  // [batch, 1, 1, src_len]
   std::vector<LayerCache> layers;
   int64_t step = 0;           // positions decoded so far
+  // int32 [rows, step]: the slot row of each row's ancestor at every earlier step, in which
+  // every layer's StepCache holds its keys and values.
+  torch::Tensor history;
   // Beam search: decoder rows = sentences x beams (row = sentence * beams + beam), while
   // the encoder output, its mask and the cross-attention caches stay one per sentence; the
   // cross-attention takes a sentence's beams as that many queries against its source.
   int64_t beams = 1;
   // Keeps rows `index` (expand to beams, drop finished sentences), in every tensor.
   void select(const torch::Tensor& index);
-  // Self-attention caches take rows `index`; the encoder output, its mask and the
-  // cross-attention caches (one per sentence) take `shared_index`, or stay as they are
+  // The self-attention history takes rows `index` (the caches stay); the encoder output, its
+  // mask and the cross-attention caches (one per sentence) take `shared_index`, or stay as they are
   // when it is undefined: beam search reorders hypotheses within a sentence, and only
   // when sentences leave does the source side move.
   void select(const torch::Tensor& index, const torch::Tensor& shared_index);

@@ -92,4 +92,60 @@ torch::Tensor decode_attention(const torch::Tensor& q, const torch::Tensor& k, c
   return out;
 }
 
+namespace {
+
+// Softmax-weighted sum of one (row, head) pair's keys, `keys` of them at key_at(j) and
+// value_at(j): scores in `scores`, the result added to `out` (zeroed by the caller).
+template <typename KeyAt, typename ValueAt>
+void attend_one(const float* q, int64_t d, int64_t keys, float scale, const KeyAt& key_at, const ValueAt& value_at,
+                float* scores, float* out) {
+  float m = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < keys; ++j) {
+    scores[j] = scale * dot(q, key_at(j), d);
+    m = scores[j] > m ? scores[j] : m;
+  }
+  float sum = 0.0f;
+  for (int64_t j = 0; j < keys; ++j) {
+    scores[j] = exp_nonpositive(scores[j] - m);
+    sum += scores[j];
+  }
+  const float inv = 1.0f / sum;
+  for (int64_t j = 0; j < keys; ++j) axpy(scores[j] * inv, value_at(j), out, d);
+}
+
+}  // namespace
+
+torch::Tensor decode_self_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                    const torch::Tensor& history, int64_t heads) {
+  TORCH_CHECK(q.dim() == 2 && k.dim() == 3 && v.sizes() == k.sizes() && history.dim() == 2 &&
+                  history.scalar_type() == torch::kInt32 && history.size(0) == q.size(0) && q.size(1) == k.size(2) &&
+                  history.size(1) <= k.size(0) && heads > 0 && q.size(1) % heads == 0,
+              "decode_self_attention: q ", q.sizes(), " k ", k.sizes(), " v ", v.sizes(), " history ", history.sizes(),
+              " heads ", heads, " do not fit together");
+  TORCH_CHECK(q.scalar_type() == torch::kFloat32 && k.scalar_type() == torch::kFloat32 &&
+                  v.scalar_type() == torch::kFloat32 && q.device().is_cpu() && q.stride(1) == 1 && k.is_contiguous() &&
+                  v.is_contiguous() && history.is_contiguous(),
+              "decode_self_attention needs float32 CPU tensors with contiguous rows");
+  const int64_t rows = q.size(0), width = q.size(1), d = width / heads, steps = history.size(1);
+  const int64_t slot = k.size(1) * width;  // floats per step
+  auto out = torch::zeros({rows, width}, q.options());
+  const float* qp = q.const_data_ptr<float>();
+  const float* kp = k.const_data_ptr<float>();
+  const float* vp = v.const_data_ptr<float>();
+  const int32_t* hp = history.const_data_ptr<int32_t>();
+  float* op = out.data_ptr<float>();
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  at::parallel_for(0, rows * heads, 16, [&](int64_t begin, int64_t end) {
+    std::vector<float> scores(static_cast<size_t>(steps));
+    for (int64_t pair = begin; pair < end; ++pair) {
+      const int64_t r = pair / heads, h = pair % heads;
+      const int32_t* ancestors = hp + r * steps;
+      auto at = [&](const float* base, int64_t s) { return base + s * slot + ancestors[s] * width + h * d; };
+      attend_one(qp + r * q.stride(0) + h * d, d, steps, scale, [&](int64_t s) { return at(kp, s); },
+                 [&](int64_t s) { return at(vp, s); }, scores.data(), op + r * width + h * d);
+    }
+  });
+  return out;
+}
+
 }  // namespace nmt::model
