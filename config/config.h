@@ -65,7 +65,7 @@ struct TrainConfig {
   Device device = Device::kAuto;  // auto|cpu|cuda
   Precision precision = Precision::kFp32;  // fp32|bf16|fp16
   Gemm gemm = Gemm::kMkl;         // mkl|onednn|auto: CPU GEMM of the linear layers (mkl: LibTorch's own)
-  Attention attention = Attention::kSdpa;  // sdpa|short: CPU attention of training and scoring
+  Attention attention = Attention::kShort;  // short|sdpa: CPU attention of training and scoring (sdpa: LibTorch's)
   bool tf32 = false;              // CUDA: fp32 matmuls and convolutions may use TF32 (runtime/cuda_math.h)
   bool cudnn_sdpa = false;        // CUDA: allow cuDNN's attention kernel (slow with varying batch shapes)
   bool validate_bleu = false;     // also greedy-decode the validation split at each validation (best_bleu.pt)

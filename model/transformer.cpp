@@ -24,7 +24,7 @@ FeedForwardImpl::FeedForwardImpl(int64_t d_model, int64_t ffn_dim, double activa
 }
 
 torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
-  const auto hidden = torch::relu(kernels::linear(x, fc1->weight, fc1->bias));
+  const auto hidden = kernels::linear_relu(x, fc1->weight, fc1->bias);
   return kernels::linear(dropout_add(torch::Tensor(), hidden, activation_dropout_, is_training()), fc2->weight, fc2->bias);
 }
 

@@ -87,6 +87,32 @@ TEST(Gemm, OneDnnLinearMatchesLibTorchForwardAndGradients) {
   }
 }
 
+TEST(Gemm, LinearReluMatchesLibTorchForwardAndGradients) {
+  REQUIRE_ONEDNN();
+  torch::manual_seed(8);
+  // 150 columns: several of the epilogue's 64-column blocks and a partial one.
+  for (bool with_bias : {true, false}) {
+    const auto x0 = torch::randn({4, 13, 24}), w0 = torch::randn({150, 24}), b0 = torch::randn({150});
+    const auto dy = torch::randn({4, 13, 150});
+    auto run = [&](GemmBackend backend, bool fused) {
+      BackendScope scope(backend);
+      auto x = x0.clone().requires_grad_(), w = w0.clone().requires_grad_(), b = b0.clone().requires_grad_();
+      const auto bias = with_bias ? b : torch::Tensor();
+      auto y = fused ? linear_relu(x, w, bias) : torch::relu(torch::nn::functional::linear(x, w, bias));
+      y.backward(dy);
+      return std::vector<torch::Tensor>{y.detach(), x.grad(), w.grad(), with_bias ? b.grad() : torch::zeros({1})};
+    };
+    const auto want = run(GemmBackend::kMkl, false);
+    EXPECT_GT(want[0].eq(0).sum().item<int64_t>(), 0) << "some outputs must be cut by the ReLU";
+    const auto mkl = run(GemmBackend::kMkl, true), onednn = run(GemmBackend::kOneDnn, true);
+    const char* names[] = {"y", "dx", "dw", "db"};
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_TRUE(torch::equal(mkl[i], want[i])) << names[i] << ": LibTorch's path must stay bitwise, bias " << with_bias;
+      EXPECT_LT(max_relative_error(onednn[i], want[i]), 1e-5) << names[i] << " bias " << with_bias;
+    }
+  }
+}
+
 // Decoding's last sentence: one row. contiguous() of a one-row expand of the bias is the bias
 // itself; the product once went into it, overwriting the parameter (greedy decoding then
 // printed "a a a ..." for the sentences after).

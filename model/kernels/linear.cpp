@@ -1,26 +1,77 @@
 #include "model/kernels/linear.h"
 
+#include <ATen/Parallel.h>
 #include <ATen/autocast_mode.h>
 
+#include "model/kernels/cpu_clones.h"
 #include "model/kernels/gemm.h"
 
 namespace nmt::model::kernels {
 namespace {
 
-// Forward y = x W^T (+ b); backward dx = dy W, dW = dy^T x, db = sum over rows of dy: the
-// three products through sgemm(), on x and dy flattened to rows.
+// Columns per task of the row-wise epilogues: each task owns whole columns, so every bias
+// gradient is summed over the rows in order, whatever the thread count.
+constexpr int64_t kColumnBlock = 64;
+
+// y = max(y + b, 0) in place over [rows, cols] (b may be null): fc1's bias and ReLU in one
+// pass after the GEMM, instead of a bias copy before it and a ReLU pass after.
+NMT_CPU_CLONES void bias_relu_columns(float* y, const float* b, int64_t rows, int64_t cols, int64_t c0, int64_t c1) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = y + r * cols;
+#pragma omp simd
+    for (int64_t c = c0; c < c1; ++c) {
+      const float v = row[c] + (b ? b[c] : 0.0f);
+      row[c] = v > 0.0f ? v : 0.0f;
+    }
+  }
+}
+
+// dy = g where y > 0, else 0; db = column sums of dy (null: not wanted).
+NMT_CPU_CLONES void relu_backward_columns(const float* g, const float* y, float* dy, float* db, int64_t rows,
+                                         int64_t cols, int64_t c0, int64_t c1) {
+  if (db) std::fill(db + c0, db + c1, 0.0f);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* gr = g + r * cols;
+    const float* yr = y + r * cols;
+    float* dr = dy + r * cols;
+#pragma omp simd
+    for (int64_t c = c0; c < c1; ++c) dr[c] = yr[c] > 0.0f ? gr[c] : 0.0f;
+    if (db)
+#pragma omp simd
+      for (int64_t c = c0; c < c1; ++c) db[c] += dr[c];
+  }
+}
+
+template <typename Fn>
+void for_column_blocks(int64_t cols, const Fn& fn) {
+  at::parallel_for(0, (cols + kColumnBlock - 1) / kColumnBlock, 1, [&](int64_t begin, int64_t end) {
+    fn(begin * kColumnBlock, std::min(cols, end * kColumnBlock));
+  });
+}
+
+// Forward y = x W^T (+ b), then max(y, 0) when `relu`; backward dx = dy W, dW = dy^T x,
+// db = sum over rows of dy (dy masked by y > 0 first under relu): the three products through
+// sgemm(), on x and dy flattened to rows.
 struct OneDnnLinear : torch::autograd::Function<OneDnnLinear> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
-                               const torch::Tensor& weight, const torch::Tensor& bias) {
+                               const torch::Tensor& weight, const torch::Tensor& bias, bool relu) {
     const bool has_bias = bias.numel() > 0;  // an empty bias stands for none (see linear())
     const auto rows = x.reshape({-1, x.size(-1)}).contiguous();
     // Fresh memory for the product: contiguous() of a one-row expand of the bias is the bias
     // itself (a size-1 dimension's stride does not count), and the GEMM would write into it.
     auto y = torch::empty({rows.size(0), weight.size(0)}, x.options());
-    if (has_bias) y.copy_(bias.expand_as(y));
+    if (has_bias && !relu) y.copy_(bias.expand_as(y));
     const auto w = weight.contiguous();
-    sgemm(GemmBackend::kOneDnn, rows, false, w, true, y, /*accumulate=*/has_bias);
-    ctx->save_for_backward({rows, w});
+    sgemm(GemmBackend::kOneDnn, rows, false, w, true, y, /*accumulate=*/has_bias && !relu);
+    if (relu) {
+      const auto b = has_bias ? bias.contiguous() : bias;
+      const float* bp = has_bias ? b.const_data_ptr<float>() : nullptr;
+      float* yp = y.data_ptr<float>();
+      for_column_blocks(y.size(1), [&](int64_t c0, int64_t c1) { bias_relu_columns(yp, bp, y.size(0), y.size(1), c0, c1); });
+      ctx->save_for_backward({rows, w, y});
+    } else {
+      ctx->save_for_backward({rows, w});
+    }
     ctx->saved_data["has_bias"] = has_bias;
     auto out_shape = x.sizes().vec();
     out_shape.back() = weight.size(0);
@@ -32,8 +83,22 @@ struct OneDnnLinear : torch::autograd::Function<OneDnnLinear> {
     const auto saved = ctx->get_saved_variables();
     const auto& rows = saved[0];
     const auto& w = saved[1];
-    const auto dy = grads[0].reshape({-1, w.size(0)}).contiguous();
+    auto dy = grads[0].reshape({-1, w.size(0)}).contiguous();
+    const bool want_db = ctx->saved_data["has_bias"].toBool() && ctx->needs_input_grad(2);
     torch::Tensor dx, dw, db;
+    if (saved.size() == 3) {  // relu: mask by the saved output, summing db on the way
+      const auto& y = saved[2];
+      auto masked = torch::empty_like(dy);
+      if (want_db) db = torch::empty({dy.size(1)}, dy.options());
+      const float *gp = dy.const_data_ptr<float>(), *yp = y.const_data_ptr<float>();
+      float *mp = masked.data_ptr<float>(), *dbp = want_db ? db.data_ptr<float>() : nullptr;
+      for_column_blocks(dy.size(1), [&](int64_t c0, int64_t c1) {
+        relu_backward_columns(gp, yp, mp, dbp, dy.size(0), dy.size(1), c0, c1);
+      });
+      dy = masked;
+    } else if (want_db) {
+      db = dy.sum(0);
+    }
     if (ctx->needs_input_grad(0)) {
       dx = torch::empty_like(rows);
       sgemm(GemmBackend::kOneDnn, dy, false, w, false, dx, false);
@@ -45,8 +110,7 @@ struct OneDnnLinear : torch::autograd::Function<OneDnnLinear> {
       dw = torch::empty_like(w);
       sgemm(GemmBackend::kOneDnn, dy, true, rows, false, dw, false);
     }
-    if (ctx->saved_data["has_bias"].toBool() && ctx->needs_input_grad(2)) db = dy.sum(0);
-    return {dx, dw, db};
+    return {dx, dw, db, torch::Tensor()};
   }
 };
 
@@ -60,7 +124,17 @@ bool onednn_applies(const torch::Tensor& x, const torch::Tensor& weight) {
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
   if (!onednn_applies(x, weight)) return torch::nn::functional::linear(x, weight, bias);
   // Autograd functions take no undefined tensors: no bias goes in as an empty one.
-  return OneDnnLinear::apply(x, weight, bias.defined() ? bias : torch::empty({0}, weight.options()));
+  return OneDnnLinear::apply(x, weight, bias.defined() ? bias : torch::empty({0}, weight.options()), false);
+}
+
+torch::Tensor linear_relu(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
+  // LibTorch's path: ReLU in place on the product (addmm keeps its inputs, not its output,
+  // for the backward), which computes exactly torch::relu(linear(...)) with one pass less.
+  if (!onednn_applies(x, weight)) {
+    auto y = torch::nn::functional::linear(x, weight, bias);
+    return y.relu_();
+  }
+  return OneDnnLinear::apply(x, weight, bias.defined() ? bias : torch::empty({0}, weight.options()), true);
 }
 
 }  // namespace nmt::model::kernels

@@ -10,4 +10,8 @@ namespace nmt::model::kernels {
 // x [..., in], weight [out, in], bias [out] or undefined.
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
 
+// relu(linear(x, weight, bias)), the FFN's first layer: under oneDNN the bias and ReLU are one
+// pass after the GEMM and the backward masks the gradient and sums the bias gradient in one.
+torch::Tensor linear_relu(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
+
 }  // namespace nmt::model::kernels

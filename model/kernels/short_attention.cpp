@@ -13,7 +13,7 @@
 namespace nmt::model {
 namespace {
 
-AttentionKernel current = AttentionKernel::kSdpa;
+AttentionKernel current = AttentionKernel::kShort;
 
 // Columns of the micro-kernel's block: one AVX-512 register of floats (two AVX2 ones).
 constexpr int64_t kLanes = 16;

@@ -18,7 +18,7 @@ namespace nmt::model {
 // Which kernel computes attention outside incremental decoding (train.attention).
 enum class AttentionKernel { kSdpa, kShort };
 const char* attention_kernel_name(AttentionKernel kernel);  // "sdpa", "short"
-// The process's choice (kSdpa until set), read by MultiHeadAttention.
+// The process's choice (kShort until set), read by MultiHeadAttention.
 void set_attention_kernel(AttentionKernel kernel);
 AttentionKernel attention_kernel();
 
