@@ -9,43 +9,51 @@
 namespace nmt::model::kernels {
 namespace {
 
-// Columns per task of the row-wise epilogues: each task owns whole columns, so every bias
-// gradient is summed over the rows in order, whatever the thread count.
-constexpr int64_t kColumnBlock = 64;
+// Rows per task of the epilogues below. The bias gradient is summed per block of rows and the
+// blocks' sums added in order, so it does not depend on the thread count.
+constexpr int64_t kRowBlock = 32;
 
-// y = max(y + b, 0) in place over [rows, cols] (b may be null): fc1's bias and ReLU in one
-// pass after the GEMM, instead of a bias copy before it and a ReLU pass after.
-NMT_CPU_CLONES void bias_relu_columns(float* y, const float* b, int64_t rows, int64_t cols, int64_t c0, int64_t c1) {
-  for (int64_t r = 0; r < rows; ++r) {
+// y = max(y + b, 0) in place over rows [r0, r1) of [*, cols] (b may be null): fc1's bias and
+// ReLU in one pass after the GEMM, instead of a bias copy before it and a ReLU pass after.
+NMT_CPU_CLONES void bias_relu_rows(float* y, const float* b, int64_t r0, int64_t r1, int64_t cols) {
+  for (int64_t r = r0; r < r1; ++r) {
     float* row = y + r * cols;
 #pragma omp simd
-    for (int64_t c = c0; c < c1; ++c) {
+    for (int64_t c = 0; c < cols; ++c) {
       const float v = row[c] + (b ? b[c] : 0.0f);
       row[c] = v > 0.0f ? v : 0.0f;
     }
   }
 }
 
-// dy = g where y > 0, else 0; db = column sums of dy (null: not wanted).
-NMT_CPU_CLONES void relu_backward_columns(const float* g, const float* y, float* dy, float* db, int64_t rows,
-                                         int64_t cols, int64_t c0, int64_t c1) {
-  if (db) std::fill(db + c0, db + c1, 0.0f);
-  for (int64_t r = 0; r < rows; ++r) {
+// dy = g where y > 0, else 0, over rows [r0, r1); their column sums into `sums` (null: not
+// wanted).
+NMT_CPU_CLONES void relu_backward_rows(const float* g, const float* y, float* dy, float* sums, int64_t r0, int64_t r1,
+                                       int64_t cols) {
+  if (sums) std::fill(sums, sums + cols, 0.0f);
+  for (int64_t r = r0; r < r1; ++r) {
     const float* gr = g + r * cols;
     const float* yr = y + r * cols;
     float* dr = dy + r * cols;
 #pragma omp simd
-    for (int64_t c = c0; c < c1; ++c) dr[c] = yr[c] > 0.0f ? gr[c] : 0.0f;
-    if (db)
+    for (int64_t c = 0; c < cols; ++c) dr[c] = yr[c] > 0.0f ? gr[c] : 0.0f;
+    if (sums)
 #pragma omp simd
-      for (int64_t c = c0; c < c1; ++c) db[c] += dr[c];
+      for (int64_t c = 0; c < cols; ++c) sums[c] += dr[c];
   }
 }
 
+NMT_CPU_CLONES void add_rows_in_order(const float* partial, int64_t blocks, int64_t cols, float* out) {
+  std::fill(out, out + cols, 0.0f);
+  for (int64_t k = 0; k < blocks; ++k)
+#pragma omp simd
+    for (int64_t c = 0; c < cols; ++c) out[c] += partial[k * cols + c];
+}
+
 template <typename Fn>
-void for_column_blocks(int64_t cols, const Fn& fn) {
-  at::parallel_for(0, (cols + kColumnBlock - 1) / kColumnBlock, 1, [&](int64_t begin, int64_t end) {
-    fn(begin * kColumnBlock, std::min(cols, end * kColumnBlock));
+void for_row_blocks(int64_t rows, const Fn& fn) {
+  at::parallel_for(0, (rows + kRowBlock - 1) / kRowBlock, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t k = begin; k < end; ++k) fn(k, k * kRowBlock, std::min(rows, (k + 1) * kRowBlock));
   });
 }
 
@@ -67,7 +75,8 @@ struct OneDnnLinear : torch::autograd::Function<OneDnnLinear> {
       const auto b = has_bias ? bias.contiguous() : bias;
       const float* bp = has_bias ? b.const_data_ptr<float>() : nullptr;
       float* yp = y.data_ptr<float>();
-      for_column_blocks(y.size(1), [&](int64_t c0, int64_t c1) { bias_relu_columns(yp, bp, y.size(0), y.size(1), c0, c1); });
+      const int64_t cols = y.size(1);
+      for_row_blocks(y.size(0), [&](int64_t, int64_t r0, int64_t r1) { bias_relu_rows(yp, bp, r0, r1, cols); });
       ctx->save_for_backward({rows, w, y});
     } else {
       ctx->save_for_backward({rows, w});
@@ -89,12 +98,18 @@ struct OneDnnLinear : torch::autograd::Function<OneDnnLinear> {
     if (saved.size() == 3) {  // relu: mask by the saved output, summing db on the way
       const auto& y = saved[2];
       auto masked = torch::empty_like(dy);
-      if (want_db) db = torch::empty({dy.size(1)}, dy.options());
+      const int64_t rows_n = dy.size(0), cols = dy.size(1), blocks = (rows_n + kRowBlock - 1) / kRowBlock;
+      torch::Tensor partial;
+      if (want_db) partial = torch::empty({blocks, cols}, dy.options());
       const float *gp = dy.const_data_ptr<float>(), *yp = y.const_data_ptr<float>();
-      float *mp = masked.data_ptr<float>(), *dbp = want_db ? db.data_ptr<float>() : nullptr;
-      for_column_blocks(dy.size(1), [&](int64_t c0, int64_t c1) {
-        relu_backward_columns(gp, yp, mp, dbp, dy.size(0), dy.size(1), c0, c1);
+      float *mp = masked.data_ptr<float>(), *pp = want_db ? partial.data_ptr<float>() : nullptr;
+      for_row_blocks(rows_n, [&](int64_t k, int64_t r0, int64_t r1) {
+        relu_backward_rows(gp, yp, mp, pp ? pp + k * cols : nullptr, r0, r1, cols);
       });
+      if (want_db) {
+        db = torch::empty({cols}, dy.options());
+        add_rows_in_order(pp, blocks, cols, db.data_ptr<float>());
+      }
       dy = masked;
     } else if (want_db) {
       db = dy.sum(0);

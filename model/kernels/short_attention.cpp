@@ -24,41 +24,40 @@ typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float))));
 
 int64_t round_up(int64_t n) { return (n + kLanes - 1) / kLanes * kLanes; }
 
-// C[m, n] = A[m, k] B[k, n] for n a multiple of kLanes, rows at strides lda, ldb, ldc. Four
-// rows of C by kLanes columns stay in registers while k runs: per step one load of B's row
-// and four broadcast multiply-adds, so the loop runs at the FMA units' rate in L1.
+// C[rows i0..i0+R, columns j..j+V*kLanes) = A B: R rows by V vectors of C stay in registers
+// while k runs, so each step loads V vectors of B's row and broadcasts R elements of A into
+// R * V multiply-adds, at the FMA units' rate in L1.
+template <int R, int V>
+inline __attribute__((always_inline)) void gemm_block(int64_t i0, int64_t j, int64_t k, const float* a, int64_t lda,
+                                                      const float* b, int64_t ldb, float* c, int64_t ldc) {
+  Lanes acc[R][V] = {};
+  for (int64_t p = 0; p < k; ++p) {
+    Lanes bv[V];
+    for (int v = 0; v < V; ++v) std::memcpy(&bv[v], b + p * ldb + j + v * kLanes, sizeof(Lanes));
+    for (int r = 0; r < R; ++r) {
+      const float ar = a[(i0 + r) * lda + p];
+      for (int v = 0; v < V; ++v) acc[r][v] += ar * bv[v];
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < V; ++v) std::memcpy(c + (i0 + r) * ldc + j + v * kLanes, &acc[r][v], sizeof(Lanes));
+}
+
+template <int R>
+inline __attribute__((always_inline)) void gemm_rows(int64_t i0, int64_t n, int64_t k, const float* a, int64_t lda,
+                                                     const float* b, int64_t ldb, float* c, int64_t ldc) {
+  int64_t j = 0;
+  for (; j + 2 * kLanes <= n; j += 2 * kLanes) gemm_block<R, 2>(i0, j, k, a, lda, b, ldb, c, ldc);
+  for (; j < n; j += kLanes) gemm_block<R, 1>(i0, j, k, a, lda, b, ldb, c, ldc);
+}
+
+// C[m, n] = A[m, k] B[k, n] for n a multiple of kLanes, rows at strides lda, ldb, ldc: blocks
+// of 4 rows by 2 vectors, the edges in smaller ones.
 NMT_CPU_CLONES void small_gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
                                int64_t ldb, float* c, int64_t ldc) {
   int64_t i = 0;
-  for (; i + 4 <= m; i += 4) {
-    const float* a0 = a + i * lda;
-    for (int64_t j = 0; j < n; j += kLanes) {
-      Lanes c0 = {}, c1 = {}, c2 = {}, c3 = {};
-      for (int64_t p = 0; p < k; ++p) {
-        Lanes bv;
-        std::memcpy(&bv, b + p * ldb + j, sizeof bv);
-        c0 += a0[p] * bv;
-        c1 += a0[lda + p] * bv;
-        c2 += a0[2 * lda + p] * bv;
-        c3 += a0[3 * lda + p] * bv;
-      }
-      std::memcpy(c + i * ldc + j, &c0, sizeof c0);
-      std::memcpy(c + (i + 1) * ldc + j, &c1, sizeof c1);
-      std::memcpy(c + (i + 2) * ldc + j, &c2, sizeof c2);
-      std::memcpy(c + (i + 3) * ldc + j, &c3, sizeof c3);
-    }
-  }
-  for (; i < m; ++i) {
-    for (int64_t j = 0; j < n; j += kLanes) {
-      Lanes c0 = {};
-      for (int64_t p = 0; p < k; ++p) {
-        Lanes bv;
-        std::memcpy(&bv, b + p * ldb + j, sizeof bv);
-        c0 += a[i * lda + p] * bv;
-      }
-      std::memcpy(c + i * ldc + j, &c0, sizeof c0);
-    }
-  }
+  for (; i + 4 <= m; i += 4) gemm_rows<4>(i, n, k, a, lda, b, ldb, c, ldc);
+  for (; i < m; ++i) gemm_rows<1>(i, n, k, a, lda, b, ldb, c, ldc);
 }
 
 // dst[c, r] = src[r, c] for r < rows, c < cols; dst's rows (ld_dst floats apart) are
