@@ -137,19 +137,56 @@ double gemm_flops_per_s(GemmBackend backend, const std::vector<GemmShape>& shape
   return flops / spent;
 }
 
+namespace {
+
+struct Operands {
+  torch::Tensor a, b, c;
+};
+
+Operands operands_for(const GemmShape& s, at::Generator& gen) {
+  return {s.trans_a ? at::randn({s.k, s.m}, gen) : at::randn({s.m, s.k}, gen),
+          s.trans_b ? at::randn({s.n, s.k}, gen) : at::randn({s.k, s.n}, gen), torch::empty({s.m, s.n})};
+}
+
+double seconds_of_one(GemmBackend backend, const GemmShape& s, Operands& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  sgemm(backend, o.a, s.trans_a, o.b, s.trans_b, o.c, false);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
 GemmChoice fastest_gemm_backend(const std::vector<GemmShape>& shapes, double seconds, double margin) {
   GemmChoice choice;
   if (!onednn_available()) return choice;
-  // One untimed pass of each library over every product first: a process's first oneDNN
-  // calls run slow (measured at start, 153 vs 207 GFLOP/s a second later, so auto picked MKL
-  // where oneDNN is 1.2x faster); after this pass the first timing agrees with later ones.
-  gemm_flops_per_s(GemmBackend::kMkl, shapes, 0);
-  gemm_flops_per_s(GemmBackend::kOneDnn, shapes, 0);
-  // Alternating halves, so that a burst of noise on a shared machine hits both.
-  for (int round = 0; round < 2; ++round) {
-    choice.mkl_flops_per_s += gemm_flops_per_s(GemmBackend::kMkl, shapes, seconds / 4) / 2;
-    choice.onednn_flops_per_s += gemm_flops_per_s(GemmBackend::kOneDnn, shapes, seconds / 4) / 2;
+  // Each product timed by its fastest run of each library, the two libraries alternating
+  // call by call, until the budget is spent (at least 3 runs each). The fastest run is what
+  // the product costs when nothing else is running; a mean over a few runs let one burst of
+  // noise on a shared machine decide (start-up once picked MKL, 0.89x of oneDNN in training,
+  // on a machine where oneDNN won every other start). The first calls of each library,
+  // which run slow (JIT, packing buffers), are not timed.
+  auto gen = at::detail::createCPUGenerator(1);  // a generator of its own: training's seeded stream stays
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  std::vector<Operands> ops;
+  for (const GemmShape& s : shapes) {
+    ops.push_back(operands_for(s, gen));
+    seconds_of_one(GemmBackend::kMkl, s, ops.back());
+    seconds_of_one(GemmBackend::kOneDnn, s, ops.back());
   }
+  std::vector<double> best_mkl(shapes.size(), 1e30), best_onednn(shapes.size(), 1e30);
+  for (int run = 0; run < 3 || std::chrono::steady_clock::now() < deadline; ++run)
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      best_mkl[i] = std::min(best_mkl[i], seconds_of_one(GemmBackend::kMkl, shapes[i], ops[i]));
+      best_onednn[i] = std::min(best_onednn[i], seconds_of_one(GemmBackend::kOneDnn, shapes[i], ops[i]));
+    }
+  double flops = 0, mkl_seconds = 0, onednn_seconds = 0;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    flops += 2.0 * static_cast<double>(shapes[i].m * shapes[i].n * shapes[i].k);
+    mkl_seconds += best_mkl[i];
+    onednn_seconds += best_onednn[i];
+  }
+  choice.mkl_flops_per_s = flops / mkl_seconds;
+  choice.onednn_flops_per_s = flops / onednn_seconds;
   if (choice.onednn_flops_per_s >= margin * choice.mkl_flops_per_s) choice.backend = GemmBackend::kOneDnn;
   return choice;
 }

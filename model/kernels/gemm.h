@@ -57,8 +57,9 @@ struct GemmChoice {
   GemmBackend backend = GemmBackend::kMkl;
   double mkl_flops_per_s = 0, onednn_flops_per_s = 0;  // 0: not measured (unavailable)
 };
-// Times both backends on `shapes` (alternating, `seconds` in all) and picks oneDNN only
-// where it is at least `margin` times MKL's speed: a near tie stays on MKL, LibTorch's own.
+// Times both backends on `shapes` (each product by its fastest run of each library, the two
+// alternating, for about `seconds`) and picks oneDNN only where it is at least `margin` times
+// MKL's speed: a near tie stays on MKL, LibTorch's own.
 GemmChoice fastest_gemm_backend(const std::vector<GemmShape>& shapes, double seconds, double margin = 1.05);
 
 }  // namespace nmt::model::kernels
