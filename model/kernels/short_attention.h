@@ -5,8 +5,8 @@
 // LibTorch's CPU scaled_dot_product_attention (its flash kernel) multiplies blocks through
 // cpublas::gemm, i.e. MKL's sgemm in the torch wheel. At Multi30k's lengths (10-40 pieces,
 // head dim 64) every (sentence, head) pair becomes a handful of tiny MKL calls whose
-// dispatch and packing cost far more than their arithmetic: perf put ~17% of an update
-// there at the recipe shape (bench/README.md), for ~2.5% of its FLOPs. Here one (sentence,
+// dispatch and packing cost far more than their arithmetic, with transposes and copies
+// around the call (bench/README.md has the side-by-side figures). Here one (sentence,
 // head) pair is one task done in L1: scores, softmax and weighted sum through a
 // register-blocked micro-kernel, heads read from and written to the projections' own
 // [B, T, H * D] layout (no transposes or copies around the call), and a backward that
