@@ -91,6 +91,7 @@ refused "debug.fp16_overflow_above -1" "config key 'debug.fp16_overflow_above' =
   "$TRAIN" --config c.yaml debug.fp16_overflow_above=-1
 refused "train.precision fp8" "config key 'train.precision' = 'fp8'" "$TRAIN" --config c.yaml train.precision=fp8
 refused "train.gemm blas" "config key 'train.gemm' = 'blas'" "$TRAIN" --config c.yaml train.gemm=blas
+refused "train.attention flash" "config key 'train.attention' = 'flash'" "$TRAIN" --config c.yaml train.attention=flash
 refused "train.tf32 maybe" "config key 'train.tf32' = 'maybe'" "$TRAIN" --config c.yaml train.tf32=maybe
 refused "train.cudnn_sdpa 2" "config key 'train.cudnn_sdpa' = '2'" "$TRAIN" --config c.yaml train.cudnn_sdpa=2
 # tools/compare_builds.sh: wrong usage and a build without the executables, before anything runs.

@@ -35,6 +35,28 @@ TEST(DecodeAttention, MatchesScaledDotProductAttentionOnHeadViewsAndCacheSlices)
     }
 }
 
+TEST(DecodeAttention, SelfAttentionFollowsTheAncestorTable) {
+  // Keys stay where each step wrote them; row r reads step s's keys from slot row
+  // history[r][s]. The reference gathers each row's keys into [rows, steps, d] first.
+  torch::manual_seed(4);
+  torch::NoGradGuard no_grad;
+  const int64_t rows = 9, slot_rows = 12, heads = 4, d = 64, steps = 7, capacity = 16;
+  const torch::Tensor k = torch::randn({capacity, slot_rows, heads * d}), v = torch::randn({capacity, slot_rows, heads * d});
+  const torch::Tensor history = torch::randint(0, slot_rows, {rows, steps}, torch::kInt32);
+  // q as a slice of a fused [rows, 3 * H * D] projection.
+  const torch::Tensor q = torch::randn({rows, 3 * heads * d}).narrow(1, 0, heads * d);
+  const torch::Tensor when = torch::arange(steps).unsqueeze(0), from = history.to(torch::kInt64);
+  auto heads_of = [&](const torch::Tensor& x) { return x.view({rows, -1, heads, d}).transpose(1, 2); };
+  const torch::Tensor want = reference(heads_of(q.reshape({rows, 1, heads * d})), heads_of(k.index({when, from})),
+                                       heads_of(v.index({when, from})), torch::Tensor())
+                                 .reshape({rows, heads * d});
+  const torch::Tensor got = decode_self_attention(q, k, v, history, heads);
+  EXPECT_LT((got - want).abs().max().item<float>(), 2e-6);
+  EXPECT_THROW(decode_self_attention(q, k, v, history.to(torch::kInt64), heads), c10::Error) << "int64 table refused";
+  EXPECT_THROW(decode_self_attention(q, k.narrow(0, 0, 5), v.narrow(0, 0, 5), history, heads), c10::Error)
+      << "more steps than the buffer holds";
+}
+
 TEST(DecodeAttention, LargeScoresStayFiniteAndAllMaskedQueriesGetZeros) {
   torch::NoGradGuard no_grad;
   const torch::Tensor q = torch::full({1, 1, 1, 8}, 30.0f), k = torch::randn({1, 1, 3, 8}) * 30.0, v = torch::randn({1, 1, 3, 8});
