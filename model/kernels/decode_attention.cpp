@@ -28,6 +28,29 @@ NMT_CPU_CLONES void axpy(float alpha, const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
 }
 
+// Softmax-weighted sum of one (query, head) pair's keys, `keys` of them at key_at(j) and
+// value_at(j), those with allowed[j] false left out (allowed null: all in): scores in
+// `scores`, the result added to `out` (zeroed by the caller; left zero when no key is allowed).
+template <typename KeyAt, typename ValueAt>
+void attend_one(const float* q, int64_t d, int64_t keys, float scale, const KeyAt& key_at, const ValueAt& value_at,
+                const bool* allowed, float* scores, float* out) {
+  constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
+  float m = kMinusInf;
+  for (int64_t j = 0; j < keys; ++j) {
+    scores[j] = (allowed && !allowed[j]) ? kMinusInf : scale * dot(q, key_at(j), d);
+    m = scores[j] > m ? scores[j] : m;
+  }
+  if (m == kMinusInf) return;  // nothing to attend to: zeros
+  float sum = 0.0f;
+  for (int64_t j = 0; j < keys; ++j) {
+    scores[j] = exp_nonpositive(scores[j] - m);
+    sum += scores[j];
+  }
+  const float inv = 1.0f / sum;
+  for (int64_t j = 0; j < keys; ++j)
+    if (!allowed || allowed[j]) axpy(scores[j] * inv, value_at(j), out, d);
+}
+
 }  // namespace
 
 bool use_decode_attention(const torch::Tensor& q, const torch::Tensor& key_mask, bool training) {
@@ -69,51 +92,14 @@ torch::Tensor decode_attention(const torch::Tensor& q, const torch::Tensor& k, c
       const float* kb = kp + b * k.stride(0) + h * k.stride(1);
       const float* vb = vp + b * v.stride(0) + h * v.stride(1);
       const bool* mb = mp ? mp + b * tk : nullptr;
-      for (int64_t i = 0; i < tq; ++i) {
-        const float* qi = qp + b * q.stride(0) + h * q.stride(1) + i * q.stride(2);
-        float m = -std::numeric_limits<float>::infinity();
-        for (int64_t j = 0; j < tk; ++j) {
-          scores[j] = (mb && !mb[j]) ? -std::numeric_limits<float>::infinity() : scale * dot(qi, kb + j * k.stride(2), d);
-          m = scores[j] > m ? scores[j] : m;
-        }
-        float* oi = op + (b * tq + i) * heads * d + h * d;
-        if (m == -std::numeric_limits<float>::infinity()) continue;  // nothing to attend to: zeros
-        float sum = 0.0f;
-        for (int64_t j = 0; j < tk; ++j) {
-          scores[j] = exp_nonpositive(scores[j] - m);
-          sum += scores[j];
-        }
-        const float inv = 1.0f / sum;
-        for (int64_t j = 0; j < tk; ++j)
-          if (!mb || mb[j]) axpy(scores[j] * inv, vb + j * v.stride(2), oi, d);
-      }
+      for (int64_t i = 0; i < tq; ++i)
+        attend_one(qp + b * q.stride(0) + h * q.stride(1) + i * q.stride(2), d, tk, scale,
+                   [&](int64_t j) { return kb + j * k.stride(2); }, [&](int64_t j) { return vb + j * v.stride(2); }, mb,
+                   scores.data(), op + (b * tq + i) * heads * d + h * d);
     }
   });
   return out;
 }
-
-namespace {
-
-// Softmax-weighted sum of one (row, head) pair's keys, `keys` of them at key_at(j) and
-// value_at(j): scores in `scores`, the result added to `out` (zeroed by the caller).
-template <typename KeyAt, typename ValueAt>
-void attend_one(const float* q, int64_t d, int64_t keys, float scale, const KeyAt& key_at, const ValueAt& value_at,
-                float* scores, float* out) {
-  float m = -std::numeric_limits<float>::infinity();
-  for (int64_t j = 0; j < keys; ++j) {
-    scores[j] = scale * dot(q, key_at(j), d);
-    m = scores[j] > m ? scores[j] : m;
-  }
-  float sum = 0.0f;
-  for (int64_t j = 0; j < keys; ++j) {
-    scores[j] = exp_nonpositive(scores[j] - m);
-    sum += scores[j];
-  }
-  const float inv = 1.0f / sum;
-  for (int64_t j = 0; j < keys; ++j) axpy(scores[j] * inv, value_at(j), out, d);
-}
-
-}  // namespace
 
 torch::Tensor decode_self_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                     const torch::Tensor& history, int64_t heads) {
@@ -142,7 +128,7 @@ torch::Tensor decode_self_attention(const torch::Tensor& q, const torch::Tensor&
       const int32_t* ancestors = hp + r * steps;
       auto at = [&](const float* base, int64_t s) { return base + s * slot + ancestors[s] * width + h * d; };
       attend_one(qp + r * q.stride(0) + h * d, d, steps, scale, [&](int64_t s) { return at(kp, s); },
-                 [&](int64_t s) { return at(vp, s); }, scores.data(), op + r * width + h * d);
+                 [&](int64_t s) { return at(vp, s); }, nullptr, scores.data(), op + r * width + h * d);
     }
   });
   return out;
