@@ -104,25 +104,20 @@ torch::Tensor MultiHeadAttentionImpl::incremental_self_forward(const torch::Tens
 
 torch::Tensor MultiHeadAttentionImpl::cross_forward(const torch::Tensor& q, const torch::Tensor& memory,
                                                     const torch::Tensor& mask, KVCache* cache) {
-  torch::Tensor k, v;
-  if (!cache && use_short_attention(q, d_model_, heads_, memory.size(1), is_training() ? dropout_ : 0.0)) {
-    const torch::Tensor kv = project(kv_proj, memory, kv_bias_mask_);
-    const torch::Tensor queries = kernels::linear(q, q_proj->weight, q_proj->bias);
+  const torch::Tensor queries = kernels::linear(q, q_proj->weight, q_proj->bias);
+  if (cache && !cache->empty()) return attend(split_heads(queries), cache->k, cache->v, mask);
+  const torch::Tensor kv = project(kv_proj, memory, kv_bias_mask_);
+  // The projections' outputs decide: under autocast they are bf16 while q is float32.
+  if (!cache && kv.scalar_type() == queries.scalar_type() &&
+      use_short_attention(queries, d_model_, heads_, memory.size(1), is_training() ? dropout_ : 0.0))
     return kernels::linear(short_cross_attention(queries, kv, mask, heads_), out_proj->weight, out_proj->bias);
+  const auto parts = kv.chunk(2, -1);
+  const torch::Tensor k = split_heads(parts[0]), v = split_heads(parts[1]);
+  if (cache) {
+    cache->k = k;
+    cache->v = v;
   }
-  if (cache && !cache->empty()) {
-    k = cache->k;
-    v = cache->v;
-  } else {
-    auto kv = project(kv_proj, memory, kv_bias_mask_).chunk(2, -1);
-    k = split_heads(kv[0]);
-    v = split_heads(kv[1]);
-    if (cache) {
-      cache->k = k;
-      cache->v = v;
-    }
-  }
-  return attend(split_heads(kernels::linear(q, q_proj->weight, q_proj->bias)), k, v, mask);
+  return attend(split_heads(queries), k, v, mask);
 }
 
 }  // namespace nmt::model

@@ -2,6 +2,7 @@
 // scaled_dot_product_attention: outputs and gradients, self- and cross-attention, every
 // mask the model makes, lengths on both sides of the kernel's 16-wide blocks; then a whole
 // Transformer's loss and gradients under both kernels.
+#include <ATen/autocast_mode.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -152,6 +153,30 @@ TEST(ShortAttention, TransformerLossAndGradientsMatchSdpa) {
     for (size_t i = 1; i < want.size(); ++i)
       EXPECT_LT(max_relative_error(got[i], want[i]), 1e-4) << "parameter " << i << ", pre_norm " << pre_norm;
   }
+}
+
+TEST(ShortAttention, Bf16AutocastTakesTheGeneralKernel) {
+  // Under CPU autocast the projections come out bf16 while the layer's input is float32: the
+  // choice must follow the projections (it once followed q and handed bf16 to the kernel).
+  KernelScope scope(AttentionKernel::kShort);
+  ModelConfig c;
+  c.vocab_size = 50, c.d_model = 64, c.ffn_dim = 96, c.heads = 4, c.encoder_layers = 1, c.decoder_layers = 1;
+  c.dropout = 0, c.pre_norm = true;
+  torch::manual_seed(7);
+  Transformer model(c);
+  const auto src = torch::randint(4, 50, {2, 6}), tgt = torch::randint(4, 50, {2, 5});
+  const bool was = at::autocast::is_autocast_enabled(at::kCPU);
+  const auto dtype = at::autocast::get_autocast_dtype(at::kCPU);
+  at::autocast::set_autocast_dtype(at::kCPU, at::kBFloat16);
+  at::autocast::set_autocast_enabled(at::kCPU, true);
+  torch::Tensor loss;
+  EXPECT_NO_THROW(loss = model->forward(src, tgt).to(torch::kFloat32).logsumexp(-1).mean());
+  at::autocast::set_autocast_enabled(at::kCPU, was);
+  at::autocast::set_autocast_dtype(at::kCPU, dtype);
+  at::autocast::clear_cache();
+  ASSERT_TRUE(loss.defined());
+  loss.backward();
+  EXPECT_TRUE(std::isfinite(loss.item<float>()));
 }
 
 }  // namespace
