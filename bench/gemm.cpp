@@ -17,6 +17,7 @@
 
 #include "bench/bench_args.h"
 #include "model/kernels/gemm.h"
+#include "model/kernels/gemm_plan.h"
 
 namespace {
 
@@ -86,6 +87,26 @@ void report(const char* label, const std::vector<GemmShape>& shapes, const Blis&
   std::fflush(stdout);
 }
 
+// One JSON line: each weight shape's oneDNN forward as stored (B transposed) and on a transposed
+// copy made per call (gemm_plan.h), and the shapes a training start would put on the copy.
+void report_transposed_forward(const char* label, int64_t rows, int64_t d, int64_t f, double seconds) {
+  namespace k = nmt::model::kernels;
+  const auto shapes = k::transformer_weight_shapes(d, f, 8000);
+  const auto timings = k::time_forward_both_ways(shapes, rows, seconds * static_cast<double>(shapes.size()));
+  std::string items;
+  for (const k::ForwardTiming& t : timings) {
+    const double flops = 2.0 * static_cast<double>(rows * t.shape.out * t.shape.in);
+    char line[160];
+    std::snprintf(line, sizeof(line), "%s{\"weight\": \"%s\", \"as_stored\": %.1f, \"transposed_copy\": %.1f}",
+                  items.empty() ? "" : ", ", k::weight_shapes_text({t.shape}).c_str(), flops / t.as_stored_s / 1e9,
+                  flops / t.transposed_s / 1e9);
+    items += line;
+  }
+  std::printf("{\"shapes\": \"%s\", \"onednn_forward_gflops\": [%s], \"transposed_forward\": \"%s\"}\n", label,
+              items.c_str(), k::weight_shapes_text(k::faster_transposed(timings)).c_str());
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -104,6 +125,10 @@ int main(int argc, char** argv) {
     report("square 2048", {{2048, 2048, 2048, false, false}}, blis, seconds);
     report("recipe 256/1024/8000", nmt::model::kernels::transformer_gemm_shapes(rows, 256, 1024, 8000), blis, seconds);
     report("tiny 128/256/8000", nmt::model::kernels::transformer_gemm_shapes(rows, 128, 256, 8000), blis, seconds);
+    if (nmt::model::kernels::onednn_available()) {
+      report_transposed_forward("recipe 256/1024/8000", rows, 256, 1024, seconds);
+      report_transposed_forward("tiny 128/256/8000", rows, 128, 256, seconds);
+    }
     return 0;
   });
 }

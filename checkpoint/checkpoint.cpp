@@ -63,6 +63,7 @@ void save_checkpoint(const Checkpoint& c, const std::string& path, const std::fu
   d.insert("bad_validations", c.bad_validations);
   d.insert("metrics", c.metrics_json);
   d.insert("gemm_backend", c.gemm_backend);
+  if (c.gemm_transposed_forward) d.insert("gemm_transposed_forward", *c.gemm_transposed_forward);
   const std::vector<char> bytes = pickle_save_untagged(c10::IValue(d));
   // Both files complete and synced before either replaces the old pair; the two renames
   // then follow back to back. A crash between them (microseconds) leaves a pair whose
@@ -150,6 +151,8 @@ Checkpoint load_checkpoint(const std::string& path) {
   c.bad_validations = get<int64_t>(d, "bad_validations", path);
   c.metrics_json = get<std::string>(d, "metrics", path);
   if (d.contains("gemm_backend")) c.gemm_backend = get<std::string>(d, "gemm_backend", path);
+  if (d.contains("gemm_transposed_forward"))
+    c.gemm_transposed_forward = get<std::string>(d, "gemm_transposed_forward", path);
   return c;
 }
 

@@ -14,6 +14,7 @@
 #include <torch/torch.h>
 
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -41,6 +42,9 @@ struct Checkpoint {
   int64_t bad_validations = 0;
   std::string metrics_json = "[]";
   std::string gemm_backend;            // "mkl" | "onednn" (train.gemm's pick); "" in older checkpoints
+  // Under oneDNN, the weight shapes whose forward ran on a transposed copy ("256x1024,256x256",
+  // model/kernels/gemm_plan.h); absent in older checkpoints.
+  std::optional<std::string> gemm_transposed_forward;
 };
 
 // Atomic (base/atomic_file.h), verified write. Throws base::FileError naming the file it

@@ -40,6 +40,8 @@ TEST(Checkpoint, RoundTrip) {
   TempDir dir;
   model::Transformer m(tiny());
   Checkpoint c = make(m, 42);
+  c.gemm_backend = "onednn";
+  c.gemm_transposed_forward = "256x1024,256x256";
   save_checkpoint(c, dir.file("a.pt"));
   EXPECT_TRUE(std::filesystem::exists(dir.file("a.pt.sha256")));
   Checkpoint back = load_checkpoint(dir.file("a.pt"));
@@ -47,6 +49,8 @@ TEST(Checkpoint, RoundTrip) {
   EXPECT_EQ(back.planner_cursor, 5);
   EXPECT_EQ(back.planner_slots, 4);
   EXPECT_EQ(back.config_yaml, c.config_yaml);
+  EXPECT_EQ(back.gemm_backend, "onednn");
+  EXPECT_EQ(back.gemm_transposed_forward, c.gemm_transposed_forward);
   ASSERT_EQ(back.cpu_rng.size(), 1u);
   EXPECT_TRUE(back.cpu_rng[0].equal(c.cpu_rng[0]));
   for (const auto& kv : c.model) EXPECT_TRUE(back.model.at(kv.key()).equal(kv.value())) << kv.key();
@@ -54,6 +58,8 @@ TEST(Checkpoint, RoundTrip) {
   int files = 0;
   for (const auto& e : std::filesystem::directory_iterator(dir.path())) files += e.is_regular_file();
   EXPECT_EQ(files, 2);
+  save_checkpoint(make(m, 43), dir.file("b.pt"));  // a field left unset stays absent
+  EXPECT_FALSE(load_checkpoint(dir.file("b.pt")).gemm_transposed_forward.has_value());
 }
 
 TEST(Checkpoint, MissingCorruptAndTruncatedAreReported) {

@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include "model/kernels/gemm.h"
+#include "model/kernels/gemm_plan.h"
 #include "model/kernels/linear.h"
 #include "model/transformer.h"
 
@@ -25,6 +26,13 @@ struct BackendScope {
   GemmBackend saved = gemm_backend();
   explicit BackendScope(GemmBackend b) { set_gemm_backend(b); }
   ~BackendScope() { set_gemm_backend(saved); }
+};
+
+// Restores the process's transposed-forward shapes after a test that changes them.
+struct PlanScope {
+  std::vector<WeightShape> saved = transposed_forward();
+  explicit PlanScope(std::vector<WeightShape> plan) { set_transposed_forward(std::move(plan)); }
+  ~PlanScope() { set_transposed_forward(saved); }
 };
 
 float max_relative_error(const torch::Tensor& got, const torch::Tensor& want) {
@@ -111,6 +119,74 @@ TEST(Gemm, LinearReluMatchesLibTorchForwardAndGradients) {
       EXPECT_LT(max_relative_error(onednn[i], want[i]), 1e-5) << names[i] << " bias " << with_bias;
     }
   }
+}
+
+// A weight on the transposed-forward plan (gemm_plan.h) computes the same layer: plain and
+// fused-ReLU, with and without bias, against LibTorch, and beside a weight off the plan.
+TEST(Gemm, TransposedForwardMatchesLibTorchForwardAndGradients) {
+  REQUIRE_ONEDNN();
+  torch::manual_seed(9);
+  const auto x0 = torch::randn({3, 7, 24}), w0 = torch::randn({40, 24}), b0 = torch::randn({40});
+  const auto dy = torch::randn({3, 7, 40});
+  for (bool relu : {false, true})
+    for (bool with_bias : {true, false}) {
+      auto run = [&](GemmBackend backend, std::vector<WeightShape> plan) {
+        BackendScope scope(backend);
+        PlanScope plan_scope(std::move(plan));
+        auto x = x0.clone().requires_grad_(), w = w0.clone().requires_grad_(), b = b0.clone().requires_grad_();
+        const auto bias = with_bias ? b : torch::Tensor();
+        auto y = relu ? linear_relu(x, w, bias) : linear(x, w, bias);
+        y.backward(dy);
+        return std::vector<torch::Tensor>{y.detach(), x.grad(), w.grad(), with_bias ? b.grad() : torch::zeros({1})};
+      };
+      const auto want = run(GemmBackend::kMkl, {});
+      const auto planned = run(GemmBackend::kOneDnn, {{7, 5}, {40, 24}});
+      const auto other_shape_planned = run(GemmBackend::kOneDnn, {{24, 40}});
+      const char* names[] = {"y", "dx", "dw", "db"};
+      for (size_t i = 0; i < want.size(); ++i) {
+        EXPECT_LT(max_relative_error(planned[i], want[i]), 1e-5) << names[i] << " relu " << relu << " bias " << with_bias;
+        EXPECT_LT(max_relative_error(other_shape_planned[i], want[i]), 1e-5) << names[i];
+      }
+    }
+}
+
+TEST(GemmPlan, WeightShapesTextRoundTripsAndBadTextIsRefused) {
+  const std::vector<WeightShape> shapes{{256, 1024}, {256, 256}};
+  EXPECT_EQ(weight_shapes_text(shapes), "256x1024,256x256");
+  EXPECT_EQ(parse_weight_shapes("256x1024,256x256"), shapes);
+  EXPECT_TRUE(parse_weight_shapes("").empty());
+  EXPECT_EQ(weight_shapes_text({}), "");
+  for (const char* bad : {"256", "x5", "256x", "256x1024,", ",256x5", "0x5", "-1x5", "abcx1", "256x1024x3", "2 x3"})
+    EXPECT_THROW(parse_weight_shapes(bad), std::invalid_argument) << bad;
+  try {
+    parse_weight_shapes("256x1024,25x");
+    FAIL() << "no throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("'25x'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(GemmPlan, TransformerWeightShapesAreEachDistinctShapeOnce) {
+  const std::vector<WeightShape> recipe{{768, 256}, {256, 256}, {512, 256}, {1024, 256}, {256, 1024}, {8000, 256}};
+  EXPECT_EQ(transformer_weight_shapes(256, 1024, 8000), recipe);
+  // FFN as wide as the fused q/k/v: that shape once
+  const std::vector<WeightShape> shared{{768, 256}, {256, 256}, {512, 256}, {256, 768}, {8000, 256}};
+  EXPECT_EQ(transformer_weight_shapes(256, 768, 8000), shared);
+}
+
+TEST(GemmPlan, TimingBothWaysCoversEveryShape) {
+  REQUIRE_ONEDNN();
+  const std::vector<WeightShape> shapes{{48, 32}, {32, 96}};
+  const auto timings = time_forward_both_ways(shapes, 64, 0.01);
+  ASSERT_EQ(timings.size(), shapes.size());
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    EXPECT_EQ(timings[i].shape, shapes[i]);
+    EXPECT_GT(timings[i].as_stored_s, 0);
+    EXPECT_GT(timings[i].transposed_s, 0);
+  }
+  // faster_transposed keeps exactly the shapes whose copy won by the margin
+  const std::vector<ForwardTiming> made_up{{{1, 2}, 2.0, 1.0}, {{3, 4}, 1.0, 1.0}, {{5, 6}, 1.04, 1.0}};
+  EXPECT_EQ(faster_transposed(made_up, 1.05), (std::vector<WeightShape>{{1, 2}}));
 }
 
 // Decoding's last sentence: one row. contiguous() of a one-row expand of the bias is the bias

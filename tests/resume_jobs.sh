@@ -39,7 +39,8 @@ case $mode in
     # The oneDNN GEMM (train.gemm) resumes bit for bit; a run started on it and resumed under
     # auto keeps it (the checkpoint's library), whatever auto would have measured.
     run 1 gemm_straight train.gemm=onednn train.max_updates=8 || fail "onednn straight"
-    grep -q "gemm onednn (train.gemm)" gemm_straight.log || fail "the start line does not name the oneDNN GEMM"
+    grep -Eq "gemm onednn \(train.gemm\); forward on transposed weights: (none|[0-9x,]+) \|" gemm_straight.log \
+      || { grep gemm gemm_straight.log; fail "the start line does not name the oneDNN GEMM and its transposed weights"; }
     for resume_with in onednn auto; do
       run 1 gemm_$resume_with train.gemm=onednn train.max_updates=4 || fail "onednn first part"
       run 1 gemm_$resume_with train.gemm=$resume_with train.max_updates=8 --resume auto || fail "resume under $resume_with"

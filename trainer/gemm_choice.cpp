@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "config/config_error.h"
 
@@ -12,13 +13,24 @@ using model::kernels::GemmBackend;
 
 namespace {
 
-// Timed on the model's own products at the micro-batch's row count (capped: the ranking
-// settles well below the largest batches, and the measurement is start-up time).
+// GEMMs are timed at the micro-batch's row count, capped: the ranking settles well below the
+// largest batches, and the measurement is start-up time.
+int64_t rows_timed(const config::Config& cfg) { return std::min<int64_t>(cfg.data.max_tokens, 2048); }
+
+// translate and evaluate pass the config's model, whose vocabulary the manifest fills in
+// later: the size preprocess was asked for stands in for it.
+int64_t vocab_of(const config::Config& cfg, const model::ModelConfig& model) {
+  return model.vocab_size > 0 ? model.vocab_size : cfg.data.vocab_size;
+}
+
+std::string plan_text(const std::vector<model::kernels::WeightShape>& shapes) {
+  return shapes.empty() ? "none" : model::kernels::weight_shapes_text(shapes);
+}
+
+// Timed on the model's own products.
 GemmDecision measure(const config::Config& cfg, const model::ModelConfig& model) {
-  const int64_t rows = std::min<int64_t>(cfg.data.max_tokens, 2048);
-  // translate and evaluate pass the config's model, whose vocabulary the manifest fills in
-  // later: the size preprocess was asked for stands in for it.
-  const int64_t vocab = model.vocab_size > 0 ? model.vocab_size : cfg.data.vocab_size;
+  const int64_t rows = rows_timed(cfg);
+  const int64_t vocab = vocab_of(cfg, model);
   const auto shapes = model::kernels::transformer_gemm_shapes(rows, model.d_model, model.ffn_dim, vocab);
   const model::kernels::GemmChoice c = model::kernels::fastest_gemm_backend(shapes, 1.0);
   if (c.onednn_flops_per_s == 0)
@@ -60,15 +72,54 @@ GemmDecision choose_gemm_backend(const config::Config& cfg, const model::ModelCo
   return d;
 }
 
-std::string keep_checkpoint_gemm(const config::Config& cfg, const std::string& saved, GemmDecision& decision) {
-  if (cfg.train.gemm != config::Gemm::kAuto || saved.empty() || saved == model::kernels::gemm_backend_name(decision.backend))
-    return "";
-  const GemmBackend want = saved == "onednn" ? GemmBackend::kOneDnn : GemmBackend::kMkl;
-  if (want == GemmBackend::kOneDnn && !model::kernels::onednn_available())
-    return "the checkpoint was trained with the oneDNN GEMM, which is unavailable here: continuing with mkl";
-  model::kernels::set_gemm_backend(want);
-  decision = {want, saved + " (auto: kept from the checkpoint)"};
-  return "gemm: " + decision.why + " instead of this start's measured pick";
+void choose_transposed_forward(const config::Config& cfg, const model::ModelConfig& model, dist::Communicator& comm,
+                               GemmDecision& decision) {
+  namespace k = model::kernels;
+  decision.transposed_forward.clear();
+  if (decision.backend == GemmBackend::kOneDnn) {
+    const auto shapes = k::transformer_weight_shapes(model.d_model, model.ffn_dim, vocab_of(cfg, model));
+    // rank 0's pick as one flag per shape, in the order every rank computes alike
+    auto picked = torch::zeros({static_cast<int64_t>(shapes.size())}, torch::kInt64);
+    if (comm.rank() == 0) {
+      const auto faster = k::faster_transposed(k::time_forward_both_ways(shapes, rows_timed(cfg), 0.5));
+      for (size_t i = 0; i < shapes.size(); ++i)
+        picked[static_cast<int64_t>(i)] = std::find(faster.begin(), faster.end(), shapes[i]) != faster.end() ? 1 : 0;
+    }
+    picked = picked.to(comm.device());
+    comm.broadcast(picked, 0);
+    picked = picked.cpu();
+    for (size_t i = 0; i < shapes.size(); ++i)
+      if (picked[static_cast<int64_t>(i)].item<int64_t>() == 1) decision.transposed_forward.push_back(shapes[i]);
+    decision.why += "; forward on transposed weights: " + plan_text(decision.transposed_forward);
+  }
+  k::set_transposed_forward(decision.transposed_forward);
+}
+
+std::string keep_checkpoint_gemm(const config::Config& cfg, const std::string& saved_backend,
+                                 const std::optional<std::string>& saved_plan, GemmDecision& decision) {
+  std::string note;
+  if (cfg.train.gemm == config::Gemm::kAuto && !saved_backend.empty() &&
+      saved_backend != model::kernels::gemm_backend_name(decision.backend)) {
+    const GemmBackend want = saved_backend == "onednn" ? GemmBackend::kOneDnn : GemmBackend::kMkl;
+    if (want == GemmBackend::kOneDnn && !model::kernels::onednn_available())
+      return "the checkpoint was trained with the oneDNN GEMM, which is unavailable here: continuing with mkl";
+    model::kernels::set_gemm_backend(want);
+    model::kernels::set_transposed_forward({});  // measured for the other library, if at all
+    decision = {want, saved_backend + " (auto: kept from the checkpoint)", {}};
+    note = "gemm: " + decision.why + " instead of this start's measured pick";
+  }
+  if (decision.backend != GemmBackend::kOneDnn || !saved_plan) return note;
+  std::vector<model::kernels::WeightShape> plan;
+  try {
+    plan = model::kernels::parse_weight_shapes(*saved_plan);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(std::string("checkpoint field 'gemm_transposed_forward': ") + e.what());
+  }
+  if (plan == model::kernels::transposed_forward()) return note;
+  model::kernels::set_transposed_forward(plan);
+  decision.transposed_forward = plan;
+  return note + (note.empty() ? "" : "; ") + "gemm: forward on transposed weights: " + plan_text(plan) +
+         " (kept from the checkpoint instead of this start's measured pick)";
 }
 
 const char* choose_attention_kernel(const config::Config& cfg) {

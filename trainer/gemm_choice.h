@@ -1,11 +1,13 @@
 #pragma once
 // train.gemm -> the GEMM backend of this process (model/kernels/gemm.h), the same on every
 // rank: N ranks must compute what 1 rank computes, so a measured choice is rank 0's.
+#include <optional>
 #include <string>
 
 #include "config/config.h"
 #include "dist/communicator.h"
 #include "model/kernels/gemm.h"
+#include "model/kernels/gemm_plan.h"
 #include "model/kernels/short_attention.h"
 #include "model/model_config.h"
 
@@ -14,6 +16,8 @@ namespace nmt::trainer {
 struct GemmDecision {
   model::kernels::GemmBackend backend = model::kernels::GemmBackend::kMkl;
   std::string why;  // for the start line: "mkl (train.gemm)", "onednn (auto: 201 vs 150 GFLOP/s)"
+  // Under oneDNN, the weights whose forward runs on a transposed copy (gemm_plan.h).
+  std::vector<model::kernels::WeightShape> transposed_forward;
 };
 
 // train.gemm for this process alone (translate, evaluate: decoding numerics need not match
@@ -28,10 +32,19 @@ GemmDecision decide_gemm_backend(const config::Config& cfg, const model::ModelCo
 GemmDecision choose_gemm_backend(const config::Config& cfg, const model::ModelConfig& model, dist::Communicator& comm,
                                  const torch::Device& device);
 
-// A resumed auto run keeps the checkpoint's backend (`saved`: "mkl", "onednn", or "" from an
-// older checkpoint), so that it computes what the uninterrupted run did. Returns the note
-// for the log, empty when nothing changed.
-std::string keep_checkpoint_gemm(const config::Config& cfg, const std::string& saved, GemmDecision& decision);
+// Under oneDNN, training's weight shapes whose forward runs faster on a transposed copy
+// (model/kernels/gemm_plan.h): rank 0 times them at the micro-batch's row count and
+// broadcasts; sets them and records them in `decision`. Collective. Nothing under MKL.
+void choose_transposed_forward(const config::Config& cfg, const model::ModelConfig& model, dist::Communicator& comm,
+                               GemmDecision& decision);
+
+// A resumed run computes what the uninterrupted run did: under auto it keeps the
+// checkpoint's backend (`saved_backend`: "mkl", "onednn", or "" from an older checkpoint),
+// and under oneDNN the checkpoint's transposed-forward shapes (`saved_plan`, absent in older
+// checkpoints). Sets what it keeps; returns the note for the log, empty when nothing changed.
+// Throws std::runtime_error for a plan that does not parse.
+std::string keep_checkpoint_gemm(const config::Config& cfg, const std::string& saved_backend,
+                                 const std::optional<std::string>& saved_plan, GemmDecision& decision);
 
 // train.attention -> the attention kernel of this process (model/kernels/short_attention.h).
 // Returns its name for the start line.

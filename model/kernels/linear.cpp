@@ -5,6 +5,7 @@
 
 #include "model/kernels/cpu_clones.h"
 #include "model/kernels/gemm.h"
+#include "model/kernels/gemm_plan.h"
 
 namespace nmt::model::kernels {
 namespace {
@@ -70,7 +71,11 @@ struct OneDnnLinear : torch::autograd::Function<OneDnnLinear> {
     auto y = torch::empty({rows.size(0), weight.size(0)}, x.options());
     if (has_bias && !relu) y.copy_(bias.expand_as(y));
     const auto w = weight.contiguous();
-    sgemm(GemmBackend::kOneDnn, rows, false, w, true, y, /*accumulate=*/has_bias && !relu);
+    const bool accumulate = has_bias && !relu;
+    if (forward_on_transposed_weight(w.size(0), w.size(1)))  // gemm_plan.h: measured faster for this shape
+      sgemm(GemmBackend::kOneDnn, rows, false, w.t().contiguous(), false, y, accumulate);
+    else
+      sgemm(GemmBackend::kOneDnn, rows, false, w, true, y, accumulate);
     if (relu) {
       const auto b = has_bias ? bias.contiguous() : bias;
       const float* bp = has_bias ? b.const_data_ptr<float>() : nullptr;

@@ -1,0 +1,100 @@
+#include "model/kernels/gemm_plan.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <stdexcept>
+
+#include "model/kernels/gemm.h"
+
+namespace nmt::model::kernels {
+namespace {
+
+std::vector<WeightShape> plan;
+
+// Seconds of one forward of `w`'s shape on `x`: as stored (B transposed) or on a fresh
+// transposed copy, which each call makes again, as linear() does.
+double seconds_of_forward(const torch::Tensor& x, const torch::Tensor& w, bool transposed, torch::Tensor& y) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (transposed)
+    sgemm(GemmBackend::kOneDnn, x, false, w.t().contiguous(), false, y, false);
+  else
+    sgemm(GemmBackend::kOneDnn, x, false, w, true, y, false);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+std::vector<WeightShape> transformer_weight_shapes(int64_t d, int64_t f, int64_t vocab) {
+  std::vector<WeightShape> shapes;
+  for (const WeightShape s : {WeightShape{3 * d, d}, WeightShape{d, d}, WeightShape{2 * d, d}, WeightShape{f, d},
+                              WeightShape{d, f}, WeightShape{vocab, d}})
+    if (std::find(shapes.begin(), shapes.end(), s) == shapes.end()) shapes.push_back(s);
+  return shapes;
+}
+
+void set_transposed_forward(std::vector<WeightShape> shapes) { plan = std::move(shapes); }
+const std::vector<WeightShape>& transposed_forward() { return plan; }
+
+bool forward_on_transposed_weight(int64_t out, int64_t in) {
+  return std::find(plan.begin(), plan.end(), WeightShape{out, in}) != plan.end();
+}
+
+std::string weight_shapes_text(const std::vector<WeightShape>& shapes) {
+  std::string text;
+  for (const WeightShape& s : shapes)
+    text += (text.empty() ? "" : ",") + std::to_string(s.out) + "x" + std::to_string(s.in);
+  return text;
+}
+
+std::vector<WeightShape> parse_weight_shapes(const std::string& text) {
+  std::vector<WeightShape> shapes;
+  if (text.empty()) return shapes;
+  for (size_t start = 0; start <= text.size();) {  // every item between commas, empty ones too
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    const char* end = item.data() + item.size();
+    WeightShape s{0, 0};
+    const auto out = std::from_chars(item.data(), end, s.out);
+    const bool has_x = out.ec == std::errc() && out.ptr < end && *out.ptr == 'x';
+    const auto in = has_x ? std::from_chars(out.ptr + 1, end, s.in) : out;
+    if (!has_x || in.ec != std::errc() || in.ptr != end || s.out <= 0 || s.in <= 0)
+      throw std::invalid_argument("weight shape '" + item + "' is not OUTxIN with positive integers");
+    shapes.push_back(s);
+    start = comma + 1;
+  }
+  return shapes;
+}
+
+std::vector<ForwardTiming> time_forward_both_ways(const std::vector<WeightShape>& shapes, int64_t rows, double seconds) {
+  if (!onednn_available()) return {};
+  auto gen = at::detail::createCPUGenerator(1);  // a generator of its own: training's seeded stream stays
+  std::vector<torch::Tensor> inputs, weights, outputs;
+  std::vector<ForwardTiming> timings;
+  for (const WeightShape& s : shapes) {
+    inputs.push_back(at::randn({rows, s.in}, gen));
+    weights.push_back(at::randn({s.out, s.in}, gen));
+    outputs.push_back(torch::empty({rows, s.out}));
+    for (bool t : {false, true}) seconds_of_forward(inputs.back(), weights.back(), t, outputs.back());  // JIT, buffers
+    timings.push_back({s, 1e30, 1e30});
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  for (int run = 0; run < 3 || std::chrono::steady_clock::now() < deadline; ++run)
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      ForwardTiming& t = timings[i];
+      t.as_stored_s = std::min(t.as_stored_s, seconds_of_forward(inputs[i], weights[i], false, outputs[i]));
+      t.transposed_s = std::min(t.transposed_s, seconds_of_forward(inputs[i], weights[i], true, outputs[i]));
+    }
+  return timings;
+}
+
+std::vector<WeightShape> faster_transposed(const std::vector<ForwardTiming>& timings, double margin) {
+  std::vector<WeightShape> faster;
+  for (const ForwardTiming& t : timings)
+    if (t.as_stored_s >= margin * t.transposed_s) faster.push_back(t.shape);
+  return faster;
+}
+
+}  // namespace nmt::model::kernels
