@@ -33,7 +33,7 @@ void Adam::step(double lr) {
 
 void Adam::zero_grad() {
   for (auto& [name, p] : params_)
-    if (p.grad().defined()) p.grad().zero_();
+    p.mutable_grad().reset();
 }
 
 c10::Dict<std::string, c10::Dict<std::string, torch::Tensor>> Adam::state_dict() const {

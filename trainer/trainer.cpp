@@ -136,6 +136,7 @@ Trainer::StepResult Trainer::train_step(const std::vector<data::MicroBatch>& min
   r.tokens = count_update_tokens(batches);
   laps.to(r.times.reduce);
   forward_backward(batches, r, laps);
+  define_missing_gradients();
   reducer_->finish();
   sum_losses_over_ranks(r);
   laps.to(r.times.reduce);
@@ -205,6 +206,13 @@ void Trainer::forward_backward(const std::vector<data::Batch>& batches, StepResu
     r.local_nll += l.nll.to(torch::kCPU, torch::kFloat64);
     laps.to(r.times.backward);
   }
+}
+
+void Trainer::define_missing_gradients() {
+  // zero_grad() released them; a parameter no backward reached (a layer LayerDrop skipped, a
+  // rank whose micro-batches were all empty) gets zeros, which Adam and the all-reduce need.
+  for (auto& p : model_->parameters())
+    if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
 }
 
 void Trainer::sum_losses_over_ranks(StepResult& r) {

@@ -85,6 +85,7 @@ class Trainer {
   std::vector<data::Batch> load_micro_batches(const std::vector<data::MicroBatch>& mine, StepResult& r);
   int64_t count_update_tokens(const std::vector<data::Batch>& batches);  // all ranks' target tokens
   void forward_backward(const std::vector<data::Batch>& batches, StepResult& r, Laps& laps);
+  void define_missing_gradients();
   void sum_losses_over_ranks(StepResult& r);
   // fp16: unscales the gradients, or skips an overflowed update; fp32/bf16: applies
   // train.nonfinite. True when the update was skipped (and counted).
