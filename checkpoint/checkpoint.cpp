@@ -8,6 +8,7 @@
 #include "base/sha256.h"
 #include "checkpoint/torch_pickle.h"
 #include "checkpoint/zip_check.h"
+#include "model/kernels/gemm_plan.h"
 
 namespace fs = std::filesystem;
 
@@ -151,8 +152,14 @@ Checkpoint load_checkpoint(const std::string& path) {
   c.bad_validations = get<int64_t>(d, "bad_validations", path);
   c.metrics_json = get<std::string>(d, "metrics", path);
   if (d.contains("gemm_backend")) c.gemm_backend = get<std::string>(d, "gemm_backend", path);
-  if (d.contains("gemm_transposed_forward"))
+  if (d.contains("gemm_transposed_forward")) {
     c.gemm_transposed_forward = get<std::string>(d, "gemm_transposed_forward", path);
+    try {
+      model::kernels::parse_weight_shapes(*c.gemm_transposed_forward);
+    } catch (const std::invalid_argument& e) {
+      throw CheckpointError(path + ": field 'gemm_transposed_forward': " + e.what());
+    }
+  }
   return c;
 }
 

@@ -76,6 +76,15 @@ TEST(Checkpoint, MissingCorruptAndTruncatedAreReported) {
   EXPECT_THROW_WITH(load_checkpoint(dir.file("b.pt")), CheckpointError, "b.pt", "not a readable checkpoint");
 }
 
+TEST(Checkpoint, ABadTransposedForwardFieldNamesFileAndField) {
+  TempDir dir;
+  model::Transformer m(tiny());
+  Checkpoint c = make(m, 1);
+  c.gemm_transposed_forward = "256x1024,256xoops";
+  save_checkpoint(c, dir.file("a.pt"));
+  EXPECT_THROW_WITH(load_checkpoint(dir.file("a.pt")), CheckpointError, "a.pt", "gemm_transposed_forward", "256xoops");
+}
+
 TEST(Checkpoint, ShapeMismatchNamesTheParameter) {
   TempDir dir;
   model::Transformer small(tiny(8)), big(tiny(16));
