@@ -95,6 +95,13 @@ void choose_transposed_forward(const config::Config& cfg, const model::ModelConf
   k::set_transposed_forward(decision.transposed_forward);
 }
 
+GemmDecision choose_training_gemm(const config::Config& cfg, const model::ModelConfig& model, dist::Communicator& comm,
+                                  const torch::Device& device) {
+  GemmDecision d = choose_gemm_backend(cfg, model, comm, device);
+  choose_transposed_forward(cfg, model, comm, d);
+  return d;
+}
+
 std::string keep_checkpoint_gemm(const config::Config& cfg, const std::string& saved_backend,
                                  const std::optional<std::string>& saved_plan, GemmDecision& decision) {
   std::string note;

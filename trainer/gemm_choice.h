@@ -38,6 +38,10 @@ GemmDecision choose_gemm_backend(const config::Config& cfg, const model::ModelCo
 void choose_transposed_forward(const config::Config& cfg, const model::ModelConfig& model, dist::Communicator& comm,
                                GemmDecision& decision);
 
+// Training's: choose_gemm_backend, then choose_transposed_forward. Collective.
+GemmDecision choose_training_gemm(const config::Config& cfg, const model::ModelConfig& model, dist::Communicator& comm,
+                                  const torch::Device& device);
+
 // A resumed run computes what the uninterrupted run did: under auto it keeps the
 // checkpoint's backend (`saved_backend`: "mkl", "onednn", or "" from an older checkpoint),
 // and under oneDNN the checkpoint's transposed-forward shapes (`saved_plan`, absent in older

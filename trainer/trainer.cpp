@@ -80,8 +80,7 @@ Trainer::Trainer(const config::Config& cfg, const dist::ProcessGroup& group, Ble
   model_ = model::Transformer(model_cfg);
   // train.gemm (collective under auto). Timing draws from a generator of its own, so the
   // seeded stream that made the parameters and makes dropout is untouched.
-  gemm_ = choose_gemm_backend(cfg_, model_cfg, *comm_, device_);
-  choose_transposed_forward(cfg_, model_cfg, *comm_, gemm_);
+  gemm_ = choose_training_gemm(cfg_, model_cfg, *comm_, device_);
   choose_attention_kernel(cfg_);
   model_->to(device_);
   model_->train();
