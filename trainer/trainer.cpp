@@ -78,13 +78,13 @@ Trainer::Trainer(const config::Config& cfg, const dist::ProcessGroup& group, Ble
   const model::ModelConfig model_cfg = checkpoint::model_config_for(cfg_, train_->manifest());
   checkpoint::check_fits(model_cfg, cfg_, device_, /*training=*/true);  // before allocating anything large
   model_ = model::Transformer(model_cfg);
-  // train.gemm (collective under auto). Timing draws from a generator of its own, so the
-  // seeded stream that made the parameters and makes dropout is untouched.
+  // train.gemm and, under oneDNN, the transposed-forward shapes (collective where measured).
+  // Timing draws from a generator of its own, so the seeded stream that made the parameters
+  // and makes dropout is untouched.
   gemm_ = choose_training_gemm(cfg_, model_cfg, *comm_, device_);
   choose_attention_kernel(cfg_);
   model_->to(device_);
   model_->train();
-  for (auto& p : model_->parameters()) p.mutable_grad() = torch::zeros_like(p);  // reducer needs defined grads
   optim_ = std::make_unique<Adam>(named_params(*model_), cfg_.optim);
   reducer_ = std::make_unique<dist::GradReducer>(model_->parameters(), *comm_, cfg_.dist.bucket_mb,
                                                   cfg_.dist.overlap, cfg_.dist.deterministic_reduce,

@@ -137,53 +137,45 @@ double gemm_flops_per_s(GemmBackend backend, const std::vector<GemmShape>& shape
   return flops / spent;
 }
 
-namespace {
-
-struct Operands {
-  torch::Tensor a, b, c;
-};
-
-Operands operands_for(const GemmShape& s, at::Generator& gen) {
-  return {s.trans_a ? at::randn({s.k, s.m}, gen) : at::randn({s.m, s.k}, gen),
-          s.trans_b ? at::randn({s.n, s.k}, gen) : at::randn({s.k, s.n}, gen), torch::empty({s.m, s.n})};
+std::vector<std::array<double, 2>> fastest_of_two_ways(size_t count, double seconds,
+                                                       const std::function<void(size_t, int)>& run) {
+  auto seconds_of = [&](size_t i, int way) {
+    const auto t0 = std::chrono::steady_clock::now();
+    run(i, way);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  for (size_t i = 0; i < count; ++i)
+    for (int way : {0, 1}) run(i, way);
+  std::vector<std::array<double, 2>> best(count, {1e30, 1e30});
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  for (int round = 0; round < 3 || std::chrono::steady_clock::now() < deadline; ++round)
+    for (size_t i = 0; i < count; ++i)
+      for (int way : {0, 1}) best[i][way] = std::min(best[i][way], seconds_of(i, way));
+  return best;
 }
-
-double seconds_of_one(GemmBackend backend, const GemmShape& s, Operands& o) {
-  const auto t0 = std::chrono::steady_clock::now();
-  sgemm(backend, o.a, s.trans_a, o.b, s.trans_b, o.c, false);
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-}  // namespace
 
 GemmChoice fastest_gemm_backend(const std::vector<GemmShape>& shapes, double seconds, double margin) {
   GemmChoice choice;
   if (!onednn_available()) return choice;
-  // Each product timed by its fastest run of each library, the two libraries alternating
-  // call by call, until the budget is spent (at least 3 runs each). The fastest run is what
-  // the product costs when nothing else is running; a mean over a few runs let one burst of
-  // noise on a shared machine decide (start-up once picked MKL, 0.89x of oneDNN in training,
-  // on a machine where oneDNN won every other start). The first calls of each library,
-  // which run slow (JIT, packing buffers), are not timed.
   auto gen = at::detail::createCPUGenerator(1);  // a generator of its own: training's seeded stream stays
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  struct Operands {
+    torch::Tensor a, b, c;
+  };
   std::vector<Operands> ops;
-  for (const GemmShape& s : shapes) {
-    ops.push_back(operands_for(s, gen));
-    seconds_of_one(GemmBackend::kMkl, s, ops.back());
-    seconds_of_one(GemmBackend::kOneDnn, s, ops.back());
-  }
-  std::vector<double> best_mkl(shapes.size(), 1e30), best_onednn(shapes.size(), 1e30);
-  for (int run = 0; run < 3 || std::chrono::steady_clock::now() < deadline; ++run)
-    for (size_t i = 0; i < shapes.size(); ++i) {
-      best_mkl[i] = std::min(best_mkl[i], seconds_of_one(GemmBackend::kMkl, shapes[i], ops[i]));
-      best_onednn[i] = std::min(best_onednn[i], seconds_of_one(GemmBackend::kOneDnn, shapes[i], ops[i]));
-    }
+  for (const GemmShape& s : shapes)
+    ops.push_back({s.trans_a ? at::randn({s.k, s.m}, gen) : at::randn({s.m, s.k}, gen),
+                   s.trans_b ? at::randn({s.n, s.k}, gen) : at::randn({s.k, s.n}, gen), torch::empty({s.m, s.n})});
+  // way 0: MKL, way 1: oneDNN
+  const auto best = fastest_of_two_ways(shapes.size(), seconds, [&](size_t i, int way) {
+    const GemmShape& s = shapes[i];
+    sgemm(way == 0 ? GemmBackend::kMkl : GemmBackend::kOneDnn, ops[i].a, s.trans_a, ops[i].b, s.trans_b, ops[i].c,
+          false);
+  });
   double flops = 0, mkl_seconds = 0, onednn_seconds = 0;
   for (size_t i = 0; i < shapes.size(); ++i) {
     flops += 2.0 * static_cast<double>(shapes[i].m * shapes[i].n * shapes[i].k);
-    mkl_seconds += best_mkl[i];
-    onednn_seconds += best_onednn[i];
+    mkl_seconds += best[i][0];
+    onednn_seconds += best[i][1];
   }
   choice.mkl_flops_per_s = flops / mkl_seconds;
   choice.onednn_flops_per_s = flops / onednn_seconds;

@@ -16,6 +16,8 @@
 // refuses RTLD_DEEPBIND) only MKL is available, and onednn_unavailable_reason() says why.
 #include <torch/torch.h>
 
+#include <array>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -52,6 +54,16 @@ std::vector<GemmShape> transformer_gemm_shapes(int64_t rows, int64_t d_model, in
 // FLOP/s of `backend` over `shapes`, each run for about seconds / shapes.size(), with the
 // current intra-op threads.
 double gemm_flops_per_s(GemmBackend backend, const std::vector<GemmShape>& shapes, double seconds);
+
+// For each of `count` products, the seconds of its fastest run done each of two ways:
+// run(i, way) does product i one way (0 or 1). One untimed call of each first (JIT, packing
+// buffers: a process's first calls run slow), then the two ways alternate call by call until
+// about `seconds` are spent, at least 3 runs each. The fastest run is what a product costs
+// when nothing else is running; a mean over a few runs lets one burst of noise on a shared
+// machine decide (start-up once picked MKL, 0.89x of oneDNN in training, on a machine where
+// oneDNN won every other start).
+std::vector<std::array<double, 2>> fastest_of_two_ways(size_t count, double seconds,
+                                                       const std::function<void(size_t, int)>& run);
 
 struct GemmChoice {
   GemmBackend backend = GemmBackend::kMkl;

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <chrono>
 #include <stdexcept>
 
 #include "model/kernels/gemm.h"
@@ -13,17 +12,6 @@ namespace nmt::model::kernels {
 namespace {
 
 std::vector<WeightShape> plan;
-
-// Seconds of one forward of `w`'s shape on `x`: as stored (B transposed) or on a fresh
-// transposed copy, which each call makes again, as linear() does.
-double seconds_of_forward(const torch::Tensor& x, const torch::Tensor& w, bool transposed, torch::Tensor& y) {
-  const auto t0 = std::chrono::steady_clock::now();
-  if (transposed)
-    sgemm(GemmBackend::kOneDnn, x, false, w.t().contiguous(), false, y, false);
-  else
-    sgemm(GemmBackend::kOneDnn, x, false, w, true, y, false);
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 }  // namespace
 
@@ -72,21 +60,20 @@ std::vector<ForwardTiming> time_forward_both_ways(const std::vector<WeightShape>
   if (!onednn_available()) return {};
   auto gen = at::detail::createCPUGenerator(1);  // a generator of its own: training's seeded stream stays
   std::vector<torch::Tensor> inputs, weights, outputs;
-  std::vector<ForwardTiming> timings;
   for (const WeightShape& s : shapes) {
     inputs.push_back(at::randn({rows, s.in}, gen));
     weights.push_back(at::randn({s.out, s.in}, gen));
     outputs.push_back(torch::empty({rows, s.out}));
-    for (bool t : {false, true}) seconds_of_forward(inputs.back(), weights.back(), t, outputs.back());  // JIT, buffers
-    timings.push_back({s, 1e30, 1e30});
   }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  for (int run = 0; run < 3 || std::chrono::steady_clock::now() < deadline; ++run)
-    for (size_t i = 0; i < shapes.size(); ++i) {
-      ForwardTiming& t = timings[i];
-      t.as_stored_s = std::min(t.as_stored_s, seconds_of_forward(inputs[i], weights[i], false, outputs[i]));
-      t.transposed_s = std::min(t.transposed_s, seconds_of_forward(inputs[i], weights[i], true, outputs[i]));
-    }
+  // way 0: as stored (B transposed); way 1: on a fresh transposed copy, made per call as linear() does
+  const auto best = fastest_of_two_ways(shapes.size(), seconds, [&](size_t i, int way) {
+    if (way == 1)
+      sgemm(GemmBackend::kOneDnn, inputs[i], false, weights[i].t().contiguous(), false, outputs[i], false);
+    else
+      sgemm(GemmBackend::kOneDnn, inputs[i], false, weights[i], true, outputs[i], false);
+  });
+  std::vector<ForwardTiming> timings;
+  for (size_t i = 0; i < shapes.size(); ++i) timings.push_back({shapes[i], best[i][0], best[i][1]});
   return timings;
 }
 
