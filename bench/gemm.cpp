@@ -2,8 +2,9 @@
 // shapes, side by side in one process: MKL (LibTorch's torch::mm), oneDNN (dnnl_sgemm,
 // what train.gemm=onednn uses) and BLIS (cblas_sgemm of Debian's libblis.so.4, measured
 // only), for the recipe's shape (d_model 256, FFN 1024) and the tiny one (128, 256), both
-// with the 8k vocabulary, at ROWS tokens per micro-batch; plus the 2048^3 product the MFU
-// peak used to be taken from. One JSON line per shape set: GFLOP/s of each library, and
+// with the 8k vocabulary, at ROWS tokens per micro-batch, and a decoding step's forward products
+// at 256 rows (what translate and evaluate time under train.gemm=auto); plus the 2048^3
+// product the MFU peak used to be taken from. One JSON line per shape set: GFLOP/s of each library, and
 // each product's figures under "products".
 #include <ATen/Parallel.h>
 #include <dlfcn.h>
@@ -72,7 +73,8 @@ void report(const char* label, const std::vector<GemmShape>& shapes, const Blis&
     const double f = 2.0 * static_cast<double>(s.m * s.n * s.k);
     const double mkl = nmt::model::kernels::gemm_flops_per_s(GemmBackend::kMkl, {s}, seconds);
     const double dnnl = nmt::model::kernels::onednn_available()
-                            ? nmt::model::kernels::gemm_flops_per_s(GemmBackend::kOneDnn, {s}, seconds) : 0;
+                            ? nmt::model::kernels::gemm_flops_per_s(GemmBackend::kOneDnn, {s}, seconds)
+                            : 0;
     const double bl = blis.sgemm ? blis_flops_per_s(blis, s, seconds) : 0;
     flops += f, t_mkl += f / mkl, t_dnnl += dnnl > 0 ? f / dnnl : 0, t_blis += bl > 0 ? f / bl : 0;
     char line[200];
@@ -80,10 +82,11 @@ void report(const char* label, const std::vector<GemmShape>& shapes, const Blis&
                   products.empty() ? "" : ", ", shape_name(s).c_str(), mkl / 1e9, dnnl / 1e9, bl / 1e9);
     products += line;
   }
-  std::printf("{\"shapes\": \"%s\", \"threads\": %d, \"gflops\": {\"mkl\": %.1f, \"onednn\": %.1f, \"blis\": %.1f}, "
-              "\"onednn_over_mkl\": %.3f, \"products\": [%s]}\n",
-              label, at::get_num_threads(), flops / t_mkl / 1e9, t_dnnl > 0 ? flops / t_dnnl / 1e9 : 0.0,
-              t_blis > 0 ? flops / t_blis / 1e9 : 0.0, t_dnnl > 0 ? t_mkl / t_dnnl : 0.0, products.c_str());
+  std::printf(
+      "{\"shapes\": \"%s\", \"threads\": %d, \"gflops\": {\"mkl\": %.1f, \"onednn\": %.1f, \"blis\": %.1f}, "
+      "\"onednn_over_mkl\": %.3f, \"products\": [%s]}\n",
+      label, at::get_num_threads(), flops / t_mkl / 1e9, t_dnnl > 0 ? flops / t_dnnl / 1e9 : 0.0,
+      t_blis > 0 ? flops / t_blis / 1e9 : 0.0, t_dnnl > 0 ? t_mkl / t_dnnl : 0.0, products.c_str());
   std::fflush(stdout);
 }
 
@@ -125,6 +128,9 @@ int main(int argc, char** argv) {
     report("square 2048", {{2048, 2048, 2048, false, false}}, blis, seconds);
     report("recipe 256/1024/8000", nmt::model::kernels::transformer_gemm_shapes(rows, 256, 1024, 8000), blis, seconds);
     report("tiny 128/256/8000", nmt::model::kernels::transformer_gemm_shapes(rows, 128, 256, 8000), blis, seconds);
+    // what translate and evaluate time under auto (trainer/gemm_choice.h): a step's forward products
+    report("recipe decoding step, 256 rows",
+           nmt::model::kernels::transformer_decoding_gemm_shapes(256, 256, 1024, 8000), blis, seconds);
     if (nmt::model::kernels::onednn_available()) {
       report_transposed_forward("recipe 256/1024/8000", rows, 256, 1024, seconds);
       report_transposed_forward("tiny 128/256/8000", rows, 128, 256, seconds);

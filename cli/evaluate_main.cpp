@@ -37,7 +37,8 @@ int main(int argc, char** argv) {
   nmt::dist::ProcessGroup group(&argc, &argv);
   const std::string name = group.label("evaluate");
   const int rc = nmt::cli::run_main(name, [&] {
-    CLI::App app("Translate a split with a checkpoint and score it with BLEU. `evaluate bleu --hyp H --ref R` scores files.");
+    CLI::App app(
+        "Translate a split with a checkpoint and score it with BLEU. `evaluate bleu --hyp H --ref R` scores files.");
     nmt::cli::ConfigArgs args;
     nmt::cli::add_config_options(app, args);
     nmt::eval::EvalRequest req;
@@ -57,7 +58,8 @@ int main(int argc, char** argv) {
     torch::set_num_threads(static_cast<int>(cfg.train.threads));
     const torch::Device device = nmt::checkpoint::choose_device(cfg.train, group.local_rank());
     auto comm = nmt::dist::make_communicator(cfg.dist, group, device);
-    nmt::trainer::choose_gemm_backend(cfg, cfg.model, *comm, device);  // train.gemm, the same on every rank
+    nmt::trainer::choose_gemm_backend(cfg, cfg.model, *comm, device,  // train.gemm, the same on every rank
+                                      nmt::trainer::GemmWorkload::kDecoding);
     nmt::trainer::choose_attention_kernel(cfg);
     nmt::runtime::configure_cuda_math(cfg.train);
     const auto result = nmt::eval::run_evaluation(cfg, req, *comm);

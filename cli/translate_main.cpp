@@ -31,7 +31,8 @@ int main(int argc, char** argv) {
     if (!nmt::cli::resolve_config(args, nmt::config::Needs::kShards, &cfg)) return 0;
     torch::set_num_threads(static_cast<int>(cfg.train.threads));
     const torch::Device device = nmt::checkpoint::choose_device(cfg.train, 0);
-    const nmt::trainer::GemmDecision gemm = nmt::trainer::decide_gemm_backend(cfg, cfg.model, device);
+    const nmt::trainer::GemmDecision gemm =
+        nmt::trainer::decide_gemm_backend(cfg, cfg.model, device, nmt::trainer::GemmWorkload::kDecoding);
     nmt::model::kernels::set_gemm_backend(gemm.backend);
     nmt::trainer::choose_attention_kernel(cfg);
     nmt::runtime::configure_cuda_math(cfg.train);

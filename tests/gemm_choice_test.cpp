@@ -1,8 +1,10 @@
 // trainer/gemm_choice: a resumed run keeps the checkpoint's transposed-forward shapes under
-// oneDNN, ignores them under MKL, and refuses ones that do not parse.
+// oneDNN, ignores them under MKL, and refuses ones that do not parse; auto times the products
+// of the workload at hand.
 #include <gtest/gtest.h>
 
 #include <stdexcept>
+#include <utility>
 
 #include "trainer/gemm_choice.h"
 
@@ -60,6 +62,31 @@ TEST(GemmChoice, MklIgnoresTheCheckpointsPlanAndBadPlansAreRefused) {
     EXPECT_NE(what.find("'oops'"), std::string::npos) << what;
   }
   EXPECT_TRUE(model::kernels::transposed_forward().empty()) << "a refused plan must not be half applied";
+}
+
+TEST(GemmChoice, AutoTimesTheProductsOfTheWorkloadAndSaysWhich) {
+  config::Config cfg;
+  cfg.train.gemm = config::Gemm::kAuto;
+  cfg.data.max_tokens = 64;
+  model::ModelConfig small;
+  small.d_model = 32;
+  small.ffn_dim = 64;
+  small.vocab_size = 100;
+  const torch::Device cpu(torch::kCPU);
+  for (const auto& [workload, products] : {std::pair{GemmWorkload::kTraining, "training products"},
+                                           std::pair{GemmWorkload::kDecoding, "decoding products"}}) {
+    const GemmDecision d = decide_gemm_backend(cfg, small, cpu, workload);
+    if (!model::kernels::onednn_available()) {  // AddressSanitizer builds: MKL, and the reason
+      EXPECT_EQ(d.backend, GemmBackend::kMkl);
+      EXPECT_NE(d.why.find("oneDNN unavailable"), std::string::npos) << d.why;
+      continue;
+    }
+    EXPECT_NE(d.why.find(products), std::string::npos) << d.why;
+    EXPECT_EQ(d.why.rfind(model::kernels::gemm_backend_name(d.backend), 0), 0u) << d.why;  // names its pick first
+  }
+  // a rank that does not measure takes MKL until rank 0's pick arrives
+  EXPECT_EQ(decide_gemm_backend(cfg, small, cpu, GemmWorkload::kDecoding, /*measure_here=*/false).backend,
+            GemmBackend::kMkl);
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <tuple>
+
 #include "model/kernels/gemm.h"
 #include "model/kernels/gemm_plan.h"
 #include "model/kernels/linear.h"
@@ -12,13 +14,13 @@ namespace nmt::model::kernels {
 namespace {
 
 // oneDNN must load wherever setup.sh ran; only AddressSanitizer builds go without it.
-#define REQUIRE_ONEDNN()                                                                  \
-  do {                                                                                    \
-    if (!onednn_available()) {                                                            \
-      if (onednn_unavailable_reason().find("AddressSanitizer") != std::string::npos)      \
-        GTEST_SKIP() << onednn_unavailable_reason();                                      \
-      FAIL() << onednn_unavailable_reason();                                              \
-    }                                                                                     \
+#define REQUIRE_ONEDNN()                                                             \
+  do {                                                                               \
+    if (!onednn_available()) {                                                       \
+      if (onednn_unavailable_reason().find("AddressSanitizer") != std::string::npos) \
+        GTEST_SKIP() << onednn_unavailable_reason();                                 \
+      FAIL() << onednn_unavailable_reason();                                         \
+    }                                                                                \
   } while (0)
 
 // Restores the process's backend after a test that changes it.
@@ -115,7 +117,8 @@ TEST(Gemm, LinearReluMatchesLibTorchForwardAndGradients) {
     const auto mkl = run(GemmBackend::kMkl, true), onednn = run(GemmBackend::kOneDnn, true);
     const char* names[] = {"y", "dx", "dw", "db"};
     for (size_t i = 0; i < want.size(); ++i) {
-      EXPECT_TRUE(torch::equal(mkl[i], want[i])) << names[i] << ": LibTorch's path must stay bitwise, bias " << with_bias;
+      EXPECT_TRUE(torch::equal(mkl[i], want[i]))
+          << names[i] << ": LibTorch's path must stay bitwise, bias " << with_bias;
       EXPECT_LT(max_relative_error(onednn[i], want[i]), 1e-5) << names[i] << " bias " << with_bias;
     }
   }
@@ -144,7 +147,8 @@ TEST(Gemm, TransposedForwardMatchesLibTorchForwardAndGradients) {
       const auto other_shape_planned = run(GemmBackend::kOneDnn, {{24, 40}});
       const char* names[] = {"y", "dx", "dw", "db"};
       for (size_t i = 0; i < want.size(); ++i) {
-        EXPECT_LT(max_relative_error(planned[i], want[i]), 1e-5) << names[i] << " relu " << relu << " bias " << with_bias;
+        EXPECT_LT(max_relative_error(planned[i], want[i]), 1e-5)
+            << names[i] << " relu " << relu << " bias " << with_bias;
         EXPECT_LT(max_relative_error(other_shape_planned[i], want[i]), 1e-5) << names[i];
       }
     }
@@ -216,8 +220,8 @@ TEST(Gemm, TransformerOnOneDnnMatchesMklLossAndGradients) {
     BackendScope scope(backend);
     model->zero_grad();
     auto logits = model->forward(src, tgt);
-    auto loss = torch::nn::functional::cross_entropy(logits.reshape({-1, 50}), torch::randint(4, 50, {21},
-                                                     torch::Generator(at::detail::createCPUGenerator(3))));
+    auto loss = torch::nn::functional::cross_entropy(
+        logits.reshape({-1, 50}), torch::randint(4, 50, {21}, torch::Generator(at::detail::createCPUGenerator(3))));
     loss.backward();
     std::vector<torch::Tensor> out{loss.detach()};
     for (const auto& p : model->parameters()) out.push_back(p.grad().clone());
@@ -236,8 +240,19 @@ TEST(Gemm, MeasuringLeavesTheDefaultGeneratorAlone) {
   const GemmChoice choice = fastest_gemm_backend(transformer_gemm_shapes(64, 32, 64, 100), 0.05);
   EXPECT_GT(choice.mkl_flops_per_s, 0);
   EXPECT_GT(choice.onednn_flops_per_s, 0);
-  EXPECT_TRUE(torch::equal(torch::randn({4}), expected));  // training's seeded stream is untouched
+  EXPECT_TRUE(torch::equal(torch::randn({4}), expected));           // training's seeded stream is untouched
   EXPECT_EQ(transformer_gemm_shapes(64, 32, 64, 100).size(), 15u);  // 5 weights x (forward, dx, dW)
+}
+
+TEST(Gemm, DecodingShapesAreTrainingsForwardProducts) {
+  const auto training = transformer_gemm_shapes(256, 32, 64, 100);
+  const auto decoding = transformer_decoding_gemm_shapes(256, 32, 64, 100);
+  ASSERT_EQ(decoding.size(), 5u);  // no backward products: decoding runs none
+  for (size_t i = 0; i < decoding.size(); ++i) {
+    const GemmShape &d = decoding[i], &t = training[3 * i];  // each weight's forward comes first
+    EXPECT_EQ(std::tie(d.m, d.n, d.k, d.trans_a, d.trans_b), std::tie(t.m, t.n, t.k, t.trans_a, t.trans_b)) << i;
+    EXPECT_TRUE(d.trans_b && !d.trans_a && d.m == 256) << i;  // x W^T over the step's rows
+  }
 }
 
 }  // namespace

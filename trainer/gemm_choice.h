@@ -20,17 +20,25 @@ struct GemmDecision {
   std::vector<model::kernels::WeightShape> transposed_forward;
 };
 
-// train.gemm for this process alone (translate, evaluate: decoding numerics need not match
-// anything); auto measures only when `measure_here`. Does not set the backend.
-GemmDecision decide_gemm_backend(const config::Config& cfg, const model::ModelConfig& model, const torch::Device& device,
-                                 bool measure_here = true);
+// What the process will multiply, which is what `auto` times:
+//   training: every product of an update (forward and both backward ones) at the micro-batch's
+//     rows, for 1 s: a run of hours keeps the pick;
+//   decoding (translate, evaluate): a decoding step's forward products at a step's few hundred
+//     rows, for 0.25 s: a job of seconds pays for the timing in its start-up (1.9 s at
+//     training's setting, 0.3 s at this one, on a 2-core AMD EPYC).
+enum class GemmWorkload { kTraining, kDecoding };
+
+// train.gemm for this process alone (translate: decoding numerics need not match anything);
+// auto measures only when `measure_here`. Does not set the backend.
+GemmDecision decide_gemm_backend(const config::Config& cfg, const model::ModelConfig& model,
+                                 const torch::Device& device, GemmWorkload workload, bool measure_here = true);
 
 // Sets the backend for train.gemm on `device` (CPU only; on CUDA no CPU GEMM runs and MKL
-// stays). auto: rank 0 times both on the model's shapes and broadcasts its pick. Collective
-// under auto. Throws config::ConfigError for onednn where it cannot be loaded.
+// stays). auto: rank 0 times both on `workload`'s products and broadcasts its pick.
+// Collective under auto. Throws config::ConfigError for onednn where it cannot be loaded.
 // `model`: the model's shapes (vocab_size from the manifest).
 GemmDecision choose_gemm_backend(const config::Config& cfg, const model::ModelConfig& model, dist::Communicator& comm,
-                                 const torch::Device& device);
+                                 const torch::Device& device, GemmWorkload workload);
 
 // Under oneDNN, training's weight shapes whose forward runs faster on a transposed copy
 // (model/kernels/gemm_plan.h): rank 0 times them at the micro-batch's row count and
