@@ -2,9 +2,10 @@
 // shapes, side by side in one process: MKL (LibTorch's torch::mm), oneDNN (dnnl_sgemm,
 // what train.gemm=onednn uses) and BLIS (cblas_sgemm of Debian's libblis.so.4, measured
 // only), for the recipe's shape (d_model 256, FFN 1024) and the tiny one (128, 256), both
-// with the 8k vocabulary, at ROWS tokens per micro-batch, and a decoding step's forward products
-// at 256 rows (what translate and evaluate time under train.gemm=auto); plus the 2048^3
-// product the MFU peak used to be taken from. One JSON line per shape set: GFLOP/s of each library, and
+// with the 8k vocabulary, at ROWS tokens per micro-batch; plus the 2048^3 product the MFU
+// peak used to be taken from. Then each weight's forward as stored and on a transposed copy:
+// oneDNN's at ROWS rows with the copy made per call (training), and each library's at a
+// decoding step's 256 rows with the copy kept (decoding). One JSON line per shape set: GFLOP/s of each library, and
 // each product's figures under "products".
 #include <ATen/Parallel.h>
 #include <dlfcn.h>
@@ -90,23 +91,29 @@ void report(const char* label, const std::vector<GemmShape>& shapes, const Blis&
   std::fflush(stdout);
 }
 
-// One JSON line: each weight shape's oneDNN forward as stored (B transposed) and on a transposed
-// copy made per call (gemm_plan.h), and the shapes a training start would put on the copy.
-void report_transposed_forward(const char* label, int64_t rows, int64_t d, int64_t f, double seconds) {
+// One JSON line: each weight shape's forward through `backend` as stored (B transposed) and on a
+// transposed copy (gemm_plan.h), made per call as in training or once as in decoding, and the
+// shapes that would go on the copy.
+void report_transposed_forward(const char* label, int64_t rows, int64_t d, int64_t f, double seconds,
+                               nmt::model::kernels::TransposedCopy copy, nmt::model::kernels::GemmBackend backend) {
   namespace k = nmt::model::kernels;
   const auto shapes = k::transformer_weight_shapes(d, f, 8000);
-  const auto timings = k::time_forward_both_ways(shapes, rows, seconds * static_cast<double>(shapes.size()));
+  const auto timings =
+      k::time_forward_both_ways(shapes, rows, seconds * static_cast<double>(shapes.size()), copy, backend);
+  const bool once = copy == k::TransposedCopy::kOnce;
   std::string items;
   for (const k::ForwardTiming& t : timings) {
     const double flops = 2.0 * static_cast<double>(rows * t.shape.out * t.shape.in);
     char line[160];
-    std::snprintf(line, sizeof(line), "%s{\"weight\": \"%s\", \"as_stored\": %.1f, \"transposed_copy\": %.1f}",
+    std::snprintf(line, sizeof(line), "%s{\"weight\": \"%s\", \"as_stored\": %.1f, \"%s\": %.1f}",
                   items.empty() ? "" : ", ", k::weight_shapes_text({t.shape}).c_str(), flops / t.as_stored_s / 1e9,
-                  flops / t.transposed_s / 1e9);
+                  once ? "transposed_kept" : "transposed_copy", flops / t.transposed_s / 1e9);
     items += line;
   }
-  std::printf("{\"shapes\": \"%s\", \"onednn_forward_gflops\": [%s], \"transposed_forward\": \"%s\"}\n", label,
-              items.c_str(), k::weight_shapes_text(k::faster_transposed(timings)).c_str());
+  std::printf("{\"shapes\": \"%s\", \"rows\": %ld, \"%s_forward_gflops\": [%s], \"%s\": \"%s\"}\n", label,
+              static_cast<long>(rows), k::gemm_backend_name(backend), items.c_str(),
+              once ? "inference_transposed" : "transposed_forward",
+              k::weight_shapes_text(k::faster_transposed(timings)).c_str());
   std::fflush(stdout);
 }
 
@@ -128,13 +135,17 @@ int main(int argc, char** argv) {
     report("square 2048", {{2048, 2048, 2048, false, false}}, blis, seconds);
     report("recipe 256/1024/8000", nmt::model::kernels::transformer_gemm_shapes(rows, 256, 1024, 8000), blis, seconds);
     report("tiny 128/256/8000", nmt::model::kernels::transformer_gemm_shapes(rows, 128, 256, 8000), blis, seconds);
-    // what translate and evaluate time under auto (trainer/gemm_choice.h): a step's forward products
-    report("recipe decoding step, 256 rows",
-           nmt::model::kernels::transformer_decoding_gemm_shapes(256, 256, 1024, 8000), blis, seconds);
-    if (nmt::model::kernels::onednn_available()) {
-      report_transposed_forward("recipe 256/1024/8000", rows, 256, 1024, seconds);
-      report_transposed_forward("tiny 128/256/8000", rows, 128, 256, seconds);
+    namespace k = nmt::model::kernels;
+    if (k::onednn_available()) {  // training's plan: oneDNN, the copy made per call
+      report_transposed_forward("recipe 256/1024/8000", rows, 256, 1024, seconds, k::TransposedCopy::kEachCall,
+                                k::GemmBackend::kOneDnn);
+      report_transposed_forward("tiny 128/256/8000", rows, 128, 256, seconds, k::TransposedCopy::kEachCall,
+                                k::GemmBackend::kOneDnn);
     }
+    // decoding's (trainer/decoding_gemm_choice.h): a step's 256 rows, the copy kept, each library
+    for (const k::GemmBackend backend : {k::GemmBackend::kMkl, k::GemmBackend::kOneDnn})
+      if (backend == k::GemmBackend::kMkl || k::onednn_available())
+        report_transposed_forward("recipe decoding step", 256, 256, 1024, seconds, k::TransposedCopy::kOnce, backend);
     return 0;
   });
 }

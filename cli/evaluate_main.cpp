@@ -10,7 +10,7 @@
 #include "runtime/cuda_math.h"
 #include "runtime/device.h"
 #include "runtime/malloc_tuning.h"
-#include "trainer/gemm_choice.h"
+#include "trainer/decoding_gemm_choice.h"
 
 namespace {
 
@@ -58,8 +58,7 @@ int main(int argc, char** argv) {
     torch::set_num_threads(static_cast<int>(cfg.train.threads));
     const torch::Device device = nmt::checkpoint::choose_device(cfg.train, group.local_rank());
     auto comm = nmt::dist::make_communicator(cfg.dist, group, device);
-    nmt::trainer::choose_gemm_backend(cfg, cfg.model, *comm, device,  // train.gemm, the same on every rank
-                                      nmt::trainer::GemmWorkload::kDecoding);
+    nmt::trainer::choose_decoding_gemm(cfg, cfg.model, *comm, device);  // train.gemm, the same on every rank
     nmt::trainer::choose_attention_kernel(cfg);
     nmt::runtime::configure_cuda_math(cfg.train);
     const auto result = nmt::eval::run_evaluation(cfg, req, *comm);

@@ -9,7 +9,7 @@
 #include "runtime/cuda_math.h"
 #include "runtime/device.h"
 #include "runtime/malloc_tuning.h"
-#include "trainer/gemm_choice.h"
+#include "trainer/decoding_gemm_choice.h"
 
 int main(int argc, char** argv) {
   nmt::trainer::keep_freed_memory_mapped();  // each decoding step's large tensors reuse pages
@@ -31,9 +31,7 @@ int main(int argc, char** argv) {
     if (!nmt::cli::resolve_config(args, nmt::config::Needs::kShards, &cfg)) return 0;
     torch::set_num_threads(static_cast<int>(cfg.train.threads));
     const torch::Device device = nmt::checkpoint::choose_device(cfg.train, 0);
-    const nmt::trainer::GemmDecision gemm =
-        nmt::trainer::decide_gemm_backend(cfg, cfg.model, device, nmt::trainer::GemmWorkload::kDecoding);
-    nmt::model::kernels::set_gemm_backend(gemm.backend);
+    nmt::trainer::apply_decoding_gemm(nmt::trainer::decide_decoding_gemm(cfg, cfg.model, device));
     nmt::trainer::choose_attention_kernel(cfg);
     nmt::runtime::configure_cuda_math(cfg.train);
     nmt::eval::Translator translator(cfg, checkpoint, device);

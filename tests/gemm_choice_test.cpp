@@ -1,11 +1,16 @@
 // trainer/gemm_choice: a resumed run keeps the checkpoint's transposed-forward shapes under
-// oneDNN, ignores them under MKL, and refuses ones that do not parse; auto times the products
-// of the workload at hand.
+// oneDNN, ignores them under MKL, and refuses ones that do not parse. trainer/decoding_gemm_choice:
+// decoding's library and inference plan, decided, applied and shared by rank 0.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <utility>
 
+#include "config/config_error.h"
+#include "dist/communicator.h"
+#include "tests/test_env.h"
+#include "trainer/decoding_gemm_choice.h"
 #include "trainer/gemm_choice.h"
 
 namespace nmt::trainer {
@@ -64,29 +69,68 @@ TEST(GemmChoice, MklIgnoresTheCheckpointsPlanAndBadPlansAreRefused) {
   EXPECT_TRUE(model::kernels::transposed_forward().empty()) << "a refused plan must not be half applied";
 }
 
-TEST(GemmChoice, AutoTimesTheProductsOfTheWorkloadAndSaysWhich) {
-  config::Config cfg;
-  cfg.train.gemm = config::Gemm::kAuto;
-  cfg.data.max_tokens = 64;
-  model::ModelConfig small;
-  small.d_model = 32;
-  small.ffn_dim = 64;
-  small.vocab_size = 100;
+model::ModelConfig small_model() {
+  model::ModelConfig m;
+  m.d_model = 32;
+  m.ffn_dim = 64;
+  m.vocab_size = 100;
+  return m;
+}
+
+// Restores the process's backend and inference plan after a test that applies a decision.
+struct DecodingScope {
+  GemmBackend backend = model::kernels::gemm_backend();
+  std::vector<WeightShape> plan = model::kernels::inference_transposed();
+  ~DecodingScope() {
+    model::kernels::set_gemm_backend(backend);
+    model::kernels::set_inference_transposed(plan);
+  }
+};
+
+TEST(DecodingGemmChoice, EachSettingTimesItsLibrariesAndPlansOnlyTheModelsWeights) {
+  const auto shapes = model::kernels::transformer_weight_shapes(32, 64, 100);
   const torch::Device cpu(torch::kCPU);
-  for (const auto& [workload, products] : {std::pair{GemmWorkload::kTraining, "training products"},
-                                           std::pair{GemmWorkload::kDecoding, "decoding products"}}) {
-    const GemmDecision d = decide_gemm_backend(cfg, small, cpu, workload);
-    if (!model::kernels::onednn_available()) {  // AddressSanitizer builds: MKL, and the reason
-      EXPECT_EQ(d.backend, GemmBackend::kMkl);
-      EXPECT_NE(d.why.find("oneDNN unavailable"), std::string::npos) << d.why;
+  for (const auto& [setting, starts] :
+       {std::pair{config::Gemm::kMkl, "mkl (train.gemm)"}, std::pair{config::Gemm::kOneDnn, "onednn (train.gemm)"},
+        std::pair{config::Gemm::kAuto, ""}}) {
+    config::Config cfg;
+    cfg.train.gemm = setting;
+    if (setting == config::Gemm::kOneDnn && !model::kernels::onednn_available()) {
+      EXPECT_THROW(decide_decoding_gemm(cfg, small_model(), cpu), config::ConfigError);
       continue;
     }
-    EXPECT_NE(d.why.find(products), std::string::npos) << d.why;
+    const GemmDecision d = decide_decoding_gemm(cfg, small_model(), cpu);
+    EXPECT_EQ(d.why.rfind(starts, 0), 0u) << d.why;
     EXPECT_EQ(d.why.rfind(model::kernels::gemm_backend_name(d.backend), 0), 0u) << d.why;  // names its pick first
+    if (setting == config::Gemm::kAuto && model::kernels::onednn_available()) {
+      EXPECT_NE(d.why.find("GFLOP/s on a decoding step's products"), std::string::npos) << d.why;
+    }
+    EXPECT_NE(d.why.find("; kept transposed weights: "), std::string::npos) << d.why;
+    for (const WeightShape& s : d.transposed_forward)
+      EXPECT_NE(std::find(shapes.begin(), shapes.end(), s), shapes.end()) << s.out << "x" << s.in;
   }
-  // a rank that does not measure takes MKL until rank 0's pick arrives
-  EXPECT_EQ(decide_gemm_backend(cfg, small, cpu, GemmWorkload::kDecoding, /*measure_here=*/false).backend,
-            GemmBackend::kMkl);
+  // on CUDA no CPU product runs: MKL and no plan, nothing timed
+  config::Config cfg;
+  cfg.train.gemm = config::Gemm::kAuto;
+  const GemmDecision cuda = decide_decoding_gemm(cfg, small_model(), torch::Device(torch::kCUDA, 0));
+  EXPECT_EQ(cuda.backend, GemmBackend::kMkl);
+  EXPECT_TRUE(cuda.transposed_forward.empty());
+}
+
+TEST(DecodingGemmChoice, ChoosingAppliesTheLibraryAndThePlan) {
+  DecodingScope scope;
+  config::Config cfg;
+  cfg.train.gemm = config::Gemm::kMkl;
+  dist::DistConfig mpi;
+  mpi.backend = dist::Backend::kMpi;
+  auto comm = dist::make_communicator(mpi, nmt::testing::process_group(), torch::kCPU);
+  const GemmDecision d = choose_decoding_gemm(cfg, small_model(), *comm, torch::kCPU);
+  EXPECT_EQ(model::kernels::gemm_backend(), GemmBackend::kMkl);
+  EXPECT_EQ(model::kernels::inference_transposed(), d.transposed_forward);
+  apply_decoding_gemm({GemmBackend::kMkl, "", {{64, 32}}});
+  EXPECT_EQ(model::kernels::inference_transposed(), (std::vector<WeightShape>{{64, 32}}));
+  EXPECT_TRUE(model::kernels::inference_on_transposed_weight(64, 32));
+  EXPECT_FALSE(model::kernels::inference_on_transposed_weight(32, 64));
 }
 
 }  // namespace

@@ -3,8 +3,6 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include <tuple>
-
 #include "model/kernels/gemm.h"
 #include "model/kernels/gemm_plan.h"
 #include "model/kernels/linear.h"
@@ -35,6 +33,13 @@ struct PlanScope {
   std::vector<WeightShape> saved = transposed_forward();
   explicit PlanScope(std::vector<WeightShape> plan) { set_transposed_forward(std::move(plan)); }
   ~PlanScope() { set_transposed_forward(saved); }
+};
+
+// Restores the process's inference plan after a test that changes it.
+struct InferencePlanScope {
+  std::vector<WeightShape> saved = inference_transposed();
+  explicit InferencePlanScope(std::vector<WeightShape> plan) { set_inference_transposed(std::move(plan)); }
+  ~InferencePlanScope() { set_inference_transposed(saved); }
 };
 
 float max_relative_error(const torch::Tensor& got, const torch::Tensor& want) {
@@ -154,6 +159,60 @@ TEST(Gemm, TransposedForwardMatchesLibTorchForwardAndGradients) {
     }
 }
 
+// The inference plan (decoding): with no gradient recorded, a weight on it is multiplied in its
+// kept transposed copy under either library, plain and fused-ReLU, with and without bias and
+// with a one-row batch, against LibTorch; a weight changed in place is multiplied as it is now.
+// With gradients recorded the plan does not apply, and the gradients are LibTorch's.
+TEST(Gemm, InferencePlanMatchesLibTorchUnderBothBackendsAndFollowsWeightChanges) {
+  REQUIRE_ONEDNN();
+  torch::manual_seed(12);
+  InferencePlanScope plan({{40, 24}});
+  const auto w = torch::randn({40, 24}), b = torch::randn({40});
+  for (const GemmBackend backend : {GemmBackend::kMkl, GemmBackend::kOneDnn}) {
+    BackendScope scope(backend);
+    for (const auto& x : {torch::randn({3, 7, 24}), torch::randn({1, 24})})
+      for (bool relu : {false, true})
+        for (bool with_bias : {true, false}) {
+          const auto bias = with_bias ? b : torch::Tensor();
+          auto want = torch::nn::functional::linear(x, w, bias);
+          if (relu) want = want.relu();
+          torch::NoGradGuard no_grad;
+          const auto got = relu ? linear_relu(x, w, bias) : linear(x, w, bias);
+          EXPECT_LT(max_relative_error(got, want), 1e-5) << gemm_backend_name(backend) << relu << with_bias;
+        }
+  }
+  // the weight changes in place (an optimizer step between two validations): the copy follows
+  const auto x = torch::randn({5, 24});
+  auto changing = w.clone();
+  {
+    torch::NoGradGuard no_grad;
+    linear(x, changing, b);
+    changing.mul_(-2.0f);
+    EXPECT_LT(max_relative_error(linear(x, changing, b), torch::nn::functional::linear(x, changing, b)), 1e-5);
+  }
+  // gradients recorded: the plan does not apply, and training's gradients come out
+  auto xg = x.clone().requires_grad_(), wg = w.clone().requires_grad_();
+  linear(xg, wg, b).sum().backward();
+  EXPECT_LT(max_relative_error(wg.grad(), torch::ones({40, 5}).mm(x)), 1e-5);
+}
+
+TEST(GemmPlan, KeptTransposedWeightIsMadeOnceAndRemadeWhenTheWeightChanges) {
+  auto w = torch::randn({6, 4});
+  const auto first = kept_transposed_weight(w);
+  EXPECT_TRUE(torch::equal(first, w.t()));
+  EXPECT_TRUE(first.is_contiguous());
+  EXPECT_EQ(kept_transposed_weight(w).data_ptr(), first.data_ptr()) << "the copy is kept, not made again";
+  w.add_(1.0f);  // in place: the version counter moves
+  const auto second = kept_transposed_weight(w);
+  EXPECT_NE(second.data_ptr(), first.data_ptr());
+  EXPECT_TRUE(torch::equal(second, w.t()));
+  // a weight that died and a new one: each gets its own copy
+  for (int i = 0; i < 3; ++i) {
+    const auto fresh = torch::full({6, 4}, static_cast<float>(i));
+    EXPECT_TRUE(torch::equal(kept_transposed_weight(fresh), fresh.t())) << i;
+  }
+}
+
 TEST(GemmPlan, WeightShapesTextRoundTripsAndBadTextIsRefused) {
   const std::vector<WeightShape> shapes{{256, 1024}, {256, 256}};
   EXPECT_EQ(weight_shapes_text(shapes), "256x1024,256x256");
@@ -181,13 +240,16 @@ TEST(GemmPlan, TransformerWeightShapesAreEachDistinctShapeOnce) {
 TEST(GemmPlan, TimingBothWaysCoversEveryShape) {
   REQUIRE_ONEDNN();
   const std::vector<WeightShape> shapes{{48, 32}, {32, 96}};
-  const auto timings = time_forward_both_ways(shapes, 64, 0.01);
-  ASSERT_EQ(timings.size(), shapes.size());
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    EXPECT_EQ(timings[i].shape, shapes[i]);
-    EXPECT_GT(timings[i].as_stored_s, 0);
-    EXPECT_GT(timings[i].transposed_s, 0);
-  }
+  for (const GemmBackend backend : {GemmBackend::kOneDnn, GemmBackend::kMkl})
+    for (const TransposedCopy copy : {TransposedCopy::kEachCall, TransposedCopy::kOnce}) {
+      const auto timings = time_forward_both_ways(shapes, 64, 0.01, copy, backend);
+      ASSERT_EQ(timings.size(), shapes.size());
+      for (size_t i = 0; i < shapes.size(); ++i) {
+        EXPECT_EQ(timings[i].shape, shapes[i]);
+        EXPECT_GT(timings[i].as_stored_s, 0);
+        EXPECT_GT(timings[i].transposed_s, 0);
+      }
+    }
   // faster_transposed keeps exactly the shapes whose copy won by the margin
   const std::vector<ForwardTiming> made_up{{{1, 2}, 2.0, 1.0}, {{3, 4}, 1.0, 1.0}, {{5, 6}, 1.04, 1.0}};
   EXPECT_EQ(faster_transposed(made_up, 1.05), (std::vector<WeightShape>{{1, 2}}));
@@ -242,17 +304,6 @@ TEST(Gemm, MeasuringLeavesTheDefaultGeneratorAlone) {
   EXPECT_GT(choice.onednn_flops_per_s, 0);
   EXPECT_TRUE(torch::equal(torch::randn({4}), expected));           // training's seeded stream is untouched
   EXPECT_EQ(transformer_gemm_shapes(64, 32, 64, 100).size(), 15u);  // 5 weights x (forward, dx, dW)
-}
-
-TEST(Gemm, DecodingShapesAreTrainingsForwardProducts) {
-  const auto training = transformer_gemm_shapes(256, 32, 64, 100);
-  const auto decoding = transformer_decoding_gemm_shapes(256, 32, 64, 100);
-  ASSERT_EQ(decoding.size(), 5u);  // no backward products: decoding runs none
-  for (size_t i = 0; i < decoding.size(); ++i) {
-    const GemmShape &d = decoding[i], &t = training[3 * i];  // each weight's forward comes first
-    EXPECT_EQ(std::tie(d.m, d.n, d.k, d.trans_a, d.trans_b), std::tie(t.m, t.n, t.k, t.trans_a, t.trans_b)) << i;
-    EXPECT_TRUE(d.trans_b && !d.trans_a && d.m == 256) << i;  // x W^T over the step's rows
-  }
 }
 
 }  // namespace

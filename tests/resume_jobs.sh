@@ -46,7 +46,7 @@ case $mode in
       run 1 gemm_$resume_with train.gemm=$resume_with train.max_updates=8 --resume auto || fail "resume under $resume_with"
       same gemm_straight/last.pt gemm_$resume_with/last.pt
     done
-    grep -Eq "gemm (mkl|onednn) \(auto: oneDNN [0-9]+ vs MKL [0-9]+ GFLOP/s on the model's training products\)" gemm_auto.log \
+    grep -Eq "gemm (mkl|onednn) \(auto: oneDNN [0-9]+ vs MKL [0-9]+ GFLOP/s on the model's shapes\)" gemm_auto.log \
       || { grep gemm gemm_auto.log; fail "auto does not report its measurement"; }
     echo "train.gemm: onednn resumes bitwise; auto keeps the checkpoint's library"
     for np in 1 2; do

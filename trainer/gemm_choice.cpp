@@ -17,8 +17,24 @@ namespace {
 // largest batches, and the measurement is start-up time.
 int64_t rows_timed(const config::Config& cfg) { return std::min<int64_t>(cfg.data.max_tokens, 2048); }
 
-// translate and evaluate pass the config's model, whose vocabulary the manifest fills in
-// later: the size preprocess was asked for stands in for it.
+// Timed on the model's own products.
+GemmDecision measure(const config::Config& cfg, const model::ModelConfig& model) {
+  const int64_t rows = rows_timed(cfg);
+  const int64_t vocab = vocab_of(cfg, model);
+  const auto shapes = model::kernels::transformer_gemm_shapes(rows, model.d_model, model.ffn_dim, vocab);
+  const model::kernels::GemmChoice c = model::kernels::fastest_gemm_backend(shapes, 1.0);
+  if (c.onednn_flops_per_s == 0)
+    return {
+        GemmBackend::kMkl, "mkl (auto: oneDNN unavailable: " + model::kernels::onednn_unavailable_reason() + ")", {}};
+  return {
+      c.backend,
+      fmt::format("{} (auto: oneDNN {:.0f} vs MKL {:.0f} GFLOP/s on the model's shapes)",
+                  model::kernels::gemm_backend_name(c.backend), c.onednn_flops_per_s / 1e9, c.mkl_flops_per_s / 1e9),
+      {}};
+}
+
+}  // namespace
+
 int64_t vocab_of(const config::Config& cfg, const model::ModelConfig& model) {
   return model.vocab_size > 0 ? model.vocab_size : cfg.data.vocab_size;
 }
@@ -27,32 +43,8 @@ std::string plan_text(const std::vector<model::kernels::WeightShape>& shapes) {
   return shapes.empty() ? "none" : model::kernels::weight_shapes_text(shapes);
 }
 
-// A decoding step's rows: the live hypotheses of a batch of a few hundred sentences (times the
-// beam, fewer as sentences finish). The pick at 256 rows held from 0.05 s of timing up.
-constexpr int64_t kDecodingRowsTimed = 256;
-
-// Timed on the model's own products, those `workload` runs (gemm_choice.h).
-GemmDecision measure(const config::Config& cfg, const model::ModelConfig& model, GemmWorkload workload) {
-  namespace k = model::kernels;
-  const int64_t vocab = vocab_of(cfg, model);
-  const bool training = workload == GemmWorkload::kTraining;
-  const auto shapes =
-      training ? k::transformer_gemm_shapes(rows_timed(cfg), model.d_model, model.ffn_dim, vocab)
-               : k::transformer_decoding_gemm_shapes(kDecodingRowsTimed, model.d_model, model.ffn_dim, vocab);
-  const k::GemmChoice c = k::fastest_gemm_backend(shapes, training ? 1.0 : 0.25);
-  if (c.onednn_flops_per_s == 0)
-    return {GemmBackend::kMkl, "mkl (auto: oneDNN unavailable: " + k::onednn_unavailable_reason() + ")", {}};
-  return {c.backend,
-          fmt::format("{} (auto: oneDNN {:.0f} vs MKL {:.0f} GFLOP/s on the model's {} products)",
-                      k::gemm_backend_name(c.backend), c.onednn_flops_per_s / 1e9, c.mkl_flops_per_s / 1e9,
-                      training ? "training" : "decoding"),
-          {}};
-}
-
-}  // namespace
-
 GemmDecision decide_gemm_backend(const config::Config& cfg, const model::ModelConfig& model,
-                                 const torch::Device& device, GemmWorkload workload, bool measure_here) {
+                                 const torch::Device& device, bool measure_here) {
   if (device.is_cuda()) return {GemmBackend::kMkl, "mkl (CUDA: no CPU GEMM)", {}};
   switch (cfg.train.gemm) {
     case config::Gemm::kOneDnn:
@@ -60,7 +52,7 @@ GemmDecision decide_gemm_backend(const config::Config& cfg, const model::ModelCo
         throw config::ConfigError("config key 'train.gemm' = onednn: " + model::kernels::onednn_unavailable_reason());
       return {GemmBackend::kOneDnn, "onednn (train.gemm)", {}};
     case config::Gemm::kAuto:
-      if (measure_here) return measure(cfg, model, workload);
+      if (measure_here) return measure(cfg, model);
       return {GemmBackend::kMkl, "", {}};
     case config::Gemm::kMkl:
       break;
@@ -69,8 +61,8 @@ GemmDecision decide_gemm_backend(const config::Config& cfg, const model::ModelCo
 }
 
 GemmDecision choose_gemm_backend(const config::Config& cfg, const model::ModelConfig& model, dist::Communicator& comm,
-                                 const torch::Device& device, GemmWorkload workload) {
-  GemmDecision d = decide_gemm_backend(cfg, model, device, workload, /*measure_here=*/comm.rank() == 0);
+                                 const torch::Device& device) {
+  GemmDecision d = decide_gemm_backend(cfg, model, device, /*measure_here=*/comm.rank() == 0);
   if (cfg.train.gemm == config::Gemm::kAuto && !device.is_cuda()) {
     auto pick = torch::tensor({d.backend == GemmBackend::kOneDnn ? 1 : 0}, torch::kInt64).to(comm.device());
     comm.broadcast(pick, 0);
@@ -106,7 +98,7 @@ void choose_transposed_forward(const config::Config& cfg, const model::ModelConf
 
 GemmDecision choose_training_gemm(const config::Config& cfg, const model::ModelConfig& model, dist::Communicator& comm,
                                   const torch::Device& device) {
-  GemmDecision d = choose_gemm_backend(cfg, model, comm, device, GemmWorkload::kTraining);
+  GemmDecision d = choose_gemm_backend(cfg, model, comm, device);
   choose_transposed_forward(cfg, model, comm, d);
   return d;
 }

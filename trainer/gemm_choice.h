@@ -16,29 +16,29 @@ namespace nmt::trainer {
 struct GemmDecision {
   model::kernels::GemmBackend backend = model::kernels::GemmBackend::kMkl;
   std::string why;  // for the start line: "mkl (train.gemm)", "onednn (auto: 201 vs 150 GFLOP/s)"
-  // Under oneDNN, the weights whose forward runs on a transposed copy (gemm_plan.h).
+  // Training under oneDNN: the weights whose forward runs on a transposed copy made per call;
+  // decoding: on a copy kept (gemm_plan.h).
   std::vector<model::kernels::WeightShape> transposed_forward;
 };
 
-// What the process will multiply, which is what `auto` times:
-//   training: every product of an update (forward and both backward ones) at the micro-batch's
-//     rows, for 1 s: a run of hours keeps the pick;
-//   decoding (translate, evaluate): a decoding step's forward products at a step's few hundred
-//     rows, for 0.25 s: a job of seconds pays for the timing in its start-up (1.9 s at
-//     training's setting, 0.3 s at this one, on a 2-core AMD EPYC).
-enum class GemmWorkload { kTraining, kDecoding };
+// The model's vocabulary: translate and evaluate pass the config's model, whose vocabulary the
+// manifest fills in later, and the size preprocess was asked for stands in for it.
+int64_t vocab_of(const config::Config& cfg, const model::ModelConfig& model);
 
-// train.gemm for this process alone (translate: decoding numerics need not match anything);
-// auto measures only when `measure_here`. Does not set the backend.
+// "256x1024,256x256", or "none".
+std::string plan_text(const std::vector<model::kernels::WeightShape>& shapes);
+
+// train.gemm for training, on this process alone; auto measures only when `measure_here`.
+// Does not set the backend.
 GemmDecision decide_gemm_backend(const config::Config& cfg, const model::ModelConfig& model,
-                                 const torch::Device& device, GemmWorkload workload, bool measure_here = true);
+                                 const torch::Device& device, bool measure_here = true);
 
 // Sets the backend for train.gemm on `device` (CPU only; on CUDA no CPU GEMM runs and MKL
-// stays). auto: rank 0 times both on `workload`'s products and broadcasts its pick.
-// Collective under auto. Throws config::ConfigError for onednn where it cannot be loaded.
+// stays). auto: rank 0 times both on the model's shapes and broadcasts its pick. Collective
+// under auto. Throws config::ConfigError for onednn where it cannot be loaded.
 // `model`: the model's shapes (vocab_size from the manifest).
 GemmDecision choose_gemm_backend(const config::Config& cfg, const model::ModelConfig& model, dist::Communicator& comm,
-                                 const torch::Device& device, GemmWorkload workload);
+                                 const torch::Device& device);
 
 // Under oneDNN, training's weight shapes whose forward runs faster on a transposed copy
 // (model/kernels/gemm_plan.h): rank 0 times them at the micro-batch's row count and

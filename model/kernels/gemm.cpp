@@ -7,7 +7,6 @@
 #include <chrono>
 #include <mutex>
 #include <stdexcept>
-#include <utility>
 
 namespace nmt::model::kernels {
 namespace {
@@ -61,16 +60,15 @@ void check_operand(const torch::Tensor& t, const char* name) {
               t.sizes(), " ", t.scalar_type(), " strides ", t.strides());
 }
 
-int64_t leading_dimension(const torch::Tensor& t) {
-  return t.size(0) <= 1 ? std::max<int64_t>(t.size(1), 1) : t.stride(0);
-}
+int64_t leading_dimension(const torch::Tensor& t) { return t.size(0) <= 1 ? std::max<int64_t>(t.size(1), 1) : t.stride(0); }
 
 void onednn_sgemm(const torch::Tensor& a, bool trans_a, const torch::Tensor& b, bool trans_b, torch::Tensor& c,
                   bool accumulate) {
   const int64_t m = c.size(0), n = c.size(1), k = trans_a ? a.size(0) : a.size(1);
-  const dnnl_status_t status = onednn().sgemm(
-      trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, 1.0f, a.data_ptr<float>(), leading_dimension(a),
-      b.data_ptr<float>(), leading_dimension(b), accumulate ? 1.0f : 0.0f, c.data_ptr<float>(), leading_dimension(c));
+  const dnnl_status_t status =
+      onednn().sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, 1.0f, a.data_ptr<float>(), leading_dimension(a),
+                     b.data_ptr<float>(), leading_dimension(b), accumulate ? 1.0f : 0.0f, c.data_ptr<float>(),
+                     leading_dimension(c));
   TORCH_CHECK(status == dnnl_success, "dnnl_sgemm failed with status ", static_cast<int>(status), " for m ", m, " n ",
               n, " k ", k);
 }
@@ -105,30 +103,14 @@ void sgemm(GemmBackend backend, const torch::Tensor& a, bool trans_a, const torc
     at::mm_out(c, op_a, op_b);
 }
 
-namespace {
-
-// Each [out, in] weight of a Transformer's products: fused q/k/v, square projections, the
-// FFN's two layers and the output projection.
-std::vector<std::pair<int64_t, int64_t>> product_weights(int64_t d, int64_t f, int64_t vocab) {
-  return {{3 * d, d}, {d, d}, {f, d}, {d, f}, {vocab, d}};
-}
-
-}  // namespace
-
 std::vector<GemmShape> transformer_gemm_shapes(int64_t rows, int64_t d, int64_t f, int64_t vocab) {
   std::vector<GemmShape> shapes;
   // y = x W^T (forward), dx = dy W, dW = dy^T x, for each [out, in] weight.
-  for (auto [out, in] : product_weights(d, f, vocab)) {
+  for (auto [out, in] : {std::pair{3 * d, d}, std::pair{d, d}, std::pair{f, d}, std::pair{d, f}, std::pair{vocab, d}}) {
     shapes.push_back({rows, out, in, false, true});
     shapes.push_back({rows, in, out, false, false});
     shapes.push_back({out, in, rows, true, false});
   }
-  return shapes;
-}
-
-std::vector<GemmShape> transformer_decoding_gemm_shapes(int64_t rows, int64_t d, int64_t f, int64_t vocab) {
-  std::vector<GemmShape> shapes;
-  for (auto [out, in] : product_weights(d, f, vocab)) shapes.push_back({rows, out, in, false, true});
   return shapes;
 }
 

@@ -51,10 +51,6 @@ struct GemmShape {
 // micro-batch: projections, FFN and output projection, forward and both backward products.
 std::vector<GemmShape> transformer_gemm_shapes(int64_t rows, int64_t d_model, int64_t ffn_dim, int64_t vocab);
 
-// The products of one decoding step with `rows` live hypotheses: the forward ones alone
-// (projections, FFN, output projection), which are all that decoding runs.
-std::vector<GemmShape> transformer_decoding_gemm_shapes(int64_t rows, int64_t d_model, int64_t ffn_dim, int64_t vocab);
-
 // FLOP/s of `backend` over `shapes`, each run for about seconds / shapes.size(), with the
 // current intra-op threads.
 double gemm_flops_per_s(GemmBackend backend, const std::vector<GemmShape>& shapes, double seconds);

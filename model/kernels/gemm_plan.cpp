@@ -1,17 +1,32 @@
 #include "model/kernels/gemm_plan.h"
 
-#include <torch/torch.h>
-
 #include <algorithm>
 #include <charconv>
+#include <iterator>
+#include <mutex>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "model/kernels/gemm.h"
 
 namespace nmt::model::kernels {
 namespace {
 
-std::vector<WeightShape> plan;
+std::vector<WeightShape> plan, inference_plan;
+
+// kept_transposed_weight()'s copies, by the weight's TensorImpl. The weak reference tells a
+// live weight from a dead one whose address a new tensor took.
+struct KeptCopy {
+  c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl> weight;
+  uint32_t version;
+  torch::Tensor transposed;
+};
+std::mutex kept_mutex;
+std::unordered_map<const c10::TensorImpl*, KeptCopy> kept;
+
+bool on_list(const std::vector<WeightShape>& shapes, int64_t out, int64_t in) {
+  return std::find(shapes.begin(), shapes.end(), WeightShape{out, in}) != shapes.end();
+}
 
 }  // namespace
 
@@ -26,8 +41,24 @@ std::vector<WeightShape> transformer_weight_shapes(int64_t d, int64_t f, int64_t
 void set_transposed_forward(std::vector<WeightShape> shapes) { plan = std::move(shapes); }
 const std::vector<WeightShape>& transposed_forward() { return plan; }
 
-bool forward_on_transposed_weight(int64_t out, int64_t in) {
-  return std::find(plan.begin(), plan.end(), WeightShape{out, in}) != plan.end();
+bool forward_on_transposed_weight(int64_t out, int64_t in) { return on_list(plan, out, in); }
+
+void set_inference_transposed(std::vector<WeightShape> shapes) { inference_plan = std::move(shapes); }
+const std::vector<WeightShape>& inference_transposed() { return inference_plan; }
+bool inference_on_transposed_weight(int64_t out, int64_t in) { return on_list(inference_plan, out, in); }
+
+torch::Tensor kept_transposed_weight(const torch::Tensor& weight) {
+  const std::lock_guard<std::mutex> lock(kept_mutex);
+  const c10::TensorImpl* key = weight.unsafeGetTensorImpl();
+  const uint32_t version = weight._version();
+  if (auto it = kept.find(key); it != kept.end() && !it->second.weight.expired() && it->second.version == version)
+    return it->second.transposed;
+  for (auto it = kept.begin(); it != kept.end();) it = it->second.weight.expired() ? kept.erase(it) : std::next(it);
+  torch::Tensor transposed = weight.detach().t().contiguous();
+  kept.insert_or_assign(
+      key, KeptCopy{c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(weight.getIntrusivePtr()),
+                    version, transposed});
+  return transposed;
 }
 
 std::string weight_shapes_text(const std::vector<WeightShape>& shapes) {
@@ -56,21 +87,25 @@ std::vector<WeightShape> parse_weight_shapes(const std::string& text) {
   return shapes;
 }
 
-std::vector<ForwardTiming> time_forward_both_ways(const std::vector<WeightShape>& shapes, int64_t rows, double seconds) {
-  if (!onednn_available()) return {};
+std::vector<ForwardTiming> time_forward_both_ways(const std::vector<WeightShape>& shapes, int64_t rows, double seconds,
+                                                  TransposedCopy copy, GemmBackend backend) {
+  if (backend == GemmBackend::kOneDnn && !onednn_available()) return {};
   auto gen = at::detail::createCPUGenerator(1);  // a generator of its own: training's seeded stream stays
-  std::vector<torch::Tensor> inputs, weights, outputs;
+  std::vector<torch::Tensor> inputs, weights, transposed, outputs;
   for (const WeightShape& s : shapes) {
     inputs.push_back(at::randn({rows, s.in}, gen));
     weights.push_back(at::randn({s.out, s.in}, gen));
+    transposed.push_back(weights.back().t().contiguous());
     outputs.push_back(torch::empty({rows, s.out}));
   }
-  // way 0: as stored (B transposed); way 1: on a fresh transposed copy, made per call as linear() does
+  // way 0: as stored (B transposed); way 1: on the transposed copy, made per call as training's
+  // linear() does, or made once as decoding's
   const auto best = fastest_of_two_ways(shapes.size(), seconds, [&](size_t i, int way) {
     if (way == 1)
-      sgemm(GemmBackend::kOneDnn, inputs[i], false, weights[i].t().contiguous(), false, outputs[i], false);
+      sgemm(backend, inputs[i], false, copy == TransposedCopy::kEachCall ? weights[i].t().contiguous() : transposed[i],
+            false, outputs[i], false);
     else
-      sgemm(GemmBackend::kOneDnn, inputs[i], false, weights[i], true, outputs[i], false);
+      sgemm(backend, inputs[i], false, weights[i], true, outputs[i], false);
   });
   std::vector<ForwardTiming> timings;
   for (size_t i = 0; i < shapes.size(); ++i) timings.push_back({shapes[i], best[i][0], best[i][1]});

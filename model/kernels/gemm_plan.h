@@ -1,6 +1,7 @@
 #pragma once
-// Which linear layers compute their forward product on a transposed copy of the weight,
-// under the oneDNN GEMM.
+// Which linear layers compute their forward product on a transposed copy of the weight: in
+// training under the oneDNN GEMM, the copy made per call; in decoding under either library,
+// the copy made once and kept.
 //
 // y = x W^T with W [out, in] stored row-major asks dnnl_sgemm for B transposed. For some
 // shapes its kernel for that case is much slower than for B as stored: on a 2-core AMD EPYC
@@ -12,9 +13,19 @@
 //
 // The plan changes the order of the sums inside a product, so a run keeps one plan from
 // start to end: a resumed run takes the checkpoint's, and every rank takes rank 0's.
+//
+// Decoding multiplies the same weights at every step, at a step's few rows (live hypotheses),
+// where both libraries run B transposed much slower than B as stored: on the same EPYC, at 256
+// rows, oneDNN's forward ran 1.1-2.1x faster on the transposed weight (106 vs 219 GFLOP/s for
+// the FFN's second layer), 2-4.6x at 16 rows, and MKL's 1.1-1.5x. There the copy is made on
+// first use and kept while the weight is unchanged: the inference plan.
+#include <torch/torch.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "model/kernels/gemm.h"
 
 namespace nmt::model::kernels {
 
@@ -39,16 +50,31 @@ bool forward_on_transposed_weight(int64_t out, int64_t in);
 std::string weight_shapes_text(const std::vector<WeightShape>& shapes);
 std::vector<WeightShape> parse_weight_shapes(const std::string& text);
 
-// Each shape's forward at `rows` rows through dnnl_sgemm, as stored and on the transposed
-// copy (the copy included), each by its fastest run, the two alternating, for about `seconds`
-// in all. Empty where oneDNN is unavailable.
+// Each shape's forward at `rows` rows through `backend`, as stored and on the transposed
+// copy, each by its fastest run, the two alternating, for about `seconds` in all. The copy's
+// cost is included where `copy_each_call` (training: the weights change every update) and not
+// where it is made once (decoding). Empty for oneDNN where it is unavailable.
 struct ForwardTiming {
   WeightShape shape;
   double as_stored_s, transposed_s;
 };
-std::vector<ForwardTiming> time_forward_both_ways(const std::vector<WeightShape>& shapes, int64_t rows, double seconds);
+enum class TransposedCopy { kEachCall, kOnce };
+std::vector<ForwardTiming> time_forward_both_ways(const std::vector<WeightShape>& shapes, int64_t rows, double seconds,
+                                                  TransposedCopy copy = TransposedCopy::kEachCall,
+                                                  GemmBackend backend = GemmBackend::kOneDnn);
 
 // The shapes whose transposed way ran at least `margin` times faster.
 std::vector<WeightShape> faster_transposed(const std::vector<ForwardTiming>& timings, double margin = 1.05);
+
+// The inference plan: the shapes whose forward runs on a kept transposed copy when no
+// gradient is recorded (decoding, validation), under the backend of this process. None until set.
+void set_inference_transposed(std::vector<WeightShape> shapes);
+const std::vector<WeightShape>& inference_transposed();
+bool inference_on_transposed_weight(int64_t out, int64_t in);
+
+// weight [out, in] -> its transposed copy [in, out], contiguous: made on first use and again
+// when the weight has changed since (in place: its version counter; or a new tensor), kept
+// while the weight lives. Entries of weights that died are dropped as new ones come.
+torch::Tensor kept_transposed_weight(const torch::Tensor& weight);
 
 }  // namespace nmt::model::kernels

@@ -58,38 +58,49 @@ void for_row_blocks(int64_t rows, const Fn& fn) {
   });
 }
 
+// y = rows op(w) (+ b), then max(y, 0) when `relu`: [rows, out]. Without the ReLU the GEMM adds
+// onto a copy of the bias; with it, bias and ReLU are one pass after the GEMM.
+torch::Tensor product_with_bias(GemmBackend backend, const torch::Tensor& rows, const torch::Tensor& w, bool trans_w,
+                                const torch::Tensor& bias, bool relu) {
+  const bool has_bias = bias.numel() > 0;  // an empty bias stands for none (see linear())
+  // Fresh memory for the product: contiguous() of a one-row expand of the bias is the bias
+  // itself (a size-1 dimension's stride does not count), and the GEMM would write into it.
+  auto y = torch::empty({rows.size(0), trans_w ? w.size(0) : w.size(1)}, rows.options());
+  if (has_bias && !relu) y.copy_(bias.expand_as(y));
+  sgemm(backend, rows, false, w, trans_w, y, has_bias && !relu);
+  if (relu) {
+    const auto b = has_bias ? bias.contiguous() : bias;
+    const float* bp = has_bias ? b.const_data_ptr<float>() : nullptr;
+    float* yp = y.data_ptr<float>();
+    const int64_t cols = y.size(1);
+    for_row_blocks(y.size(0), [&](int64_t, int64_t r0, int64_t r1) { bias_relu_rows(yp, bp, r0, r1, cols); });
+  }
+  return y;
+}
+
+std::vector<int64_t> output_shape(const torch::Tensor& x, const torch::Tensor& weight) {
+  auto shape = x.sizes().vec();
+  shape.back() = weight.size(0);
+  return shape;
+}
+
 // Forward y = x W^T (+ b), then max(y, 0) when `relu`; backward dx = dy W, dW = dy^T x,
 // db = sum over rows of dy (dy masked by y > 0 first under relu): the three products through
 // sgemm(), on x and dy flattened to rows.
 struct OneDnnLinear : torch::autograd::Function<OneDnnLinear> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
                                const torch::Tensor& weight, const torch::Tensor& bias, bool relu) {
-    const bool has_bias = bias.numel() > 0;  // an empty bias stands for none (see linear())
     const auto rows = x.reshape({-1, x.size(-1)}).contiguous();
-    // Fresh memory for the product: contiguous() of a one-row expand of the bias is the bias
-    // itself (a size-1 dimension's stride does not count), and the GEMM would write into it.
-    auto y = torch::empty({rows.size(0), weight.size(0)}, x.options());
-    if (has_bias && !relu) y.copy_(bias.expand_as(y));
     const auto w = weight.contiguous();
-    const bool accumulate = has_bias && !relu;
-    if (forward_on_transposed_weight(w.size(0), w.size(1)))  // gemm_plan.h: measured faster for this shape
-      sgemm(GemmBackend::kOneDnn, rows, false, w.t().contiguous(), false, y, accumulate);
-    else
-      sgemm(GemmBackend::kOneDnn, rows, false, w, true, y, accumulate);
-    if (relu) {
-      const auto b = has_bias ? bias.contiguous() : bias;
-      const float* bp = has_bias ? b.const_data_ptr<float>() : nullptr;
-      float* yp = y.data_ptr<float>();
-      const int64_t cols = y.size(1);
-      for_row_blocks(y.size(0), [&](int64_t, int64_t r0, int64_t r1) { bias_relu_rows(yp, bp, r0, r1, cols); });
+    const auto y = forward_on_transposed_weight(w.size(0), w.size(1))  // gemm_plan.h: measured faster
+                       ? product_with_bias(GemmBackend::kOneDnn, rows, w.t().contiguous(), false, bias, relu)
+                       : product_with_bias(GemmBackend::kOneDnn, rows, w, true, bias, relu);
+    if (relu)
       ctx->save_for_backward({rows, w, y});
-    } else {
+    else
       ctx->save_for_backward({rows, w});
-    }
-    ctx->saved_data["has_bias"] = has_bias;
-    auto out_shape = x.sizes().vec();
-    out_shape.back() = weight.size(0);
-    return y.view(out_shape);
+    ctx->saved_data["has_bias"] = bias.numel() > 0;
+    return y.view(output_shape(x, weight));
   }
 
   static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
@@ -134,20 +145,41 @@ struct OneDnnLinear : torch::autograd::Function<OneDnnLinear> {
   }
 };
 
+bool cpu_float32(const torch::Tensor& x, const torch::Tensor& weight) {
+  return x.device().is_cpu() && x.scalar_type() == torch::kFloat32 && weight.scalar_type() == torch::kFloat32 &&
+         x.numel() > 0 && !at::autocast::is_autocast_enabled(at::kCPU);
+}
+
 bool onednn_applies(const torch::Tensor& x, const torch::Tensor& weight) {
-  return gemm_backend() == GemmBackend::kOneDnn && x.device().is_cpu() && x.scalar_type() == torch::kFloat32 &&
-         weight.scalar_type() == torch::kFloat32 && x.numel() > 0 && !at::autocast::is_autocast_enabled(at::kCPU);
+  return gemm_backend() == GemmBackend::kOneDnn && cpu_float32(x, weight);
+}
+
+// No gradient recorded (decoding, validation) and the weight's shape on the inference plan:
+// the product on its kept transposed copy (gemm_plan.h), under either library.
+bool inference_plan_applies(const torch::Tensor& x, const torch::Tensor& weight) {
+  return !torch::autograd::GradMode::is_enabled() && cpu_float32(x, weight) && weight.dim() == 2 &&
+         inference_on_transposed_weight(weight.size(0), weight.size(1));
+}
+
+torch::Tensor inference_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
+                               bool relu) {
+  const auto rows = x.reshape({-1, x.size(-1)}).contiguous();
+  const auto b = bias.defined() ? bias : torch::empty({0}, weight.options());
+  return product_with_bias(gemm_backend(), rows, kept_transposed_weight(weight), false, b, relu)
+      .view(output_shape(x, weight));
 }
 
 }  // namespace
 
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
+  if (inference_plan_applies(x, weight)) return inference_linear(x, weight, bias, false);
   if (!onednn_applies(x, weight)) return torch::nn::functional::linear(x, weight, bias);
   // Autograd functions take no undefined tensors: no bias goes in as an empty one.
   return OneDnnLinear::apply(x, weight, bias.defined() ? bias : torch::empty({0}, weight.options()), false);
 }
 
 torch::Tensor linear_relu(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
+  if (inference_plan_applies(x, weight)) return inference_linear(x, weight, bias, true);
   // LibTorch's path: ReLU in place on the product (addmm keeps its inputs, not its output,
   // for the backward), which computes exactly torch::relu(linear(...)) with one pass less.
   if (!onednn_applies(x, weight)) {

@@ -1,0 +1,110 @@
+#include "trainer/decoding_gemm_choice.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "config/config_error.h"
+#include "model/kernels/gemm_plan.h"
+#include "runtime/memory_estimate.h"
+
+namespace nmt::trainer {
+namespace {
+
+namespace k = model::kernels;
+using k::GemmBackend;
+
+// A decoding step's rows: the live hypotheses of a batch of a few hundred sentences (times the
+// beam, fewer as sentences finish).
+constexpr int64_t kRowsTimed = 256;
+constexpr double kSecondsPerLibrary = 0.15;
+constexpr double kMargin = 1.05;
+
+struct LibraryTiming {
+  GemmBackend backend;
+  std::vector<k::ForwardTiming> timings;
+  double seconds = 0, flops = 0;  // each weight once, by its better way
+};
+
+LibraryTiming time_library(GemmBackend backend, const std::vector<k::WeightShape>& shapes) {
+  LibraryTiming t{backend,
+                  k::time_forward_both_ways(shapes, kRowsTimed, kSecondsPerLibrary, k::TransposedCopy::kOnce, backend)};
+  for (const k::ForwardTiming& f : t.timings) {
+    t.seconds += std::min(f.as_stored_s, f.transposed_s);
+    t.flops += 2.0 * static_cast<double>(kRowsTimed * f.shape.out * f.shape.in);
+  }
+  return t;
+}
+
+GemmDecision decided(const LibraryTiming& t, std::string why) {
+  GemmDecision d{t.backend, std::move(why), k::faster_transposed(t.timings, kMargin)};
+  d.why += "; kept transposed weights: " + plan_text(d.transposed_forward);
+  return d;
+}
+
+}  // namespace
+
+GemmDecision decide_decoding_gemm(const config::Config& cfg, const model::ModelConfig& model,
+                                  const torch::Device& device) {
+  if (device.is_cuda()) return {GemmBackend::kMkl, "mkl (CUDA: no CPU GEMM)", {}};
+  // The timing allocates each weight: a model that cannot fit is refused first, as at its load.
+  model::ModelConfig sized = model;
+  sized.vocab_size = vocab_of(cfg, model);
+  checkpoint::check_fits(sized, cfg, device, /*training=*/false);
+  const auto shapes = k::transformer_weight_shapes(model.d_model, model.ffn_dim, sized.vocab_size);
+  switch (cfg.train.gemm) {
+    case config::Gemm::kMkl:
+      return decided(time_library(GemmBackend::kMkl, shapes), "mkl (train.gemm)");
+    case config::Gemm::kOneDnn:
+      if (!k::onednn_available())
+        throw config::ConfigError("config key 'train.gemm' = onednn: " + k::onednn_unavailable_reason());
+      return decided(time_library(GemmBackend::kOneDnn, shapes), "onednn (train.gemm)");
+    case config::Gemm::kAuto:
+      break;
+  }
+  const LibraryTiming mkl = time_library(GemmBackend::kMkl, shapes);
+  if (!k::onednn_available())
+    return decided(mkl, "mkl (auto: oneDNN unavailable: " + k::onednn_unavailable_reason() + ")");
+  const LibraryTiming onednn = time_library(GemmBackend::kOneDnn, shapes);
+  const LibraryTiming& pick = mkl.seconds >= kMargin * onednn.seconds ? onednn : mkl;
+  return decided(pick, fmt::format("{} (auto: oneDNN {:.0f} vs MKL {:.0f} GFLOP/s on a decoding step's products)",
+                                   k::gemm_backend_name(pick.backend), onednn.flops / onednn.seconds / 1e9,
+                                   mkl.flops / mkl.seconds / 1e9));
+}
+
+void apply_decoding_gemm(const GemmDecision& decision) {
+  k::set_gemm_backend(decision.backend);
+  k::set_inference_transposed(decision.transposed_forward);
+}
+
+GemmDecision choose_decoding_gemm(const config::Config& cfg, const model::ModelConfig& model, dist::Communicator& comm,
+                                  const torch::Device& device) {
+  if (cfg.train.gemm == config::Gemm::kOneDnn && !device.is_cuda() && !k::onednn_available())  // on every rank
+    throw config::ConfigError("config key 'train.gemm' = onednn: " + k::onednn_unavailable_reason());
+  GemmDecision d;
+  if (comm.rank() == 0 || device.is_cuda()) d = decide_decoding_gemm(cfg, model, device);
+  if (!device.is_cuda()) {
+    // rank 0's library, then one flag per weight shape in the order every rank computes alike
+    const auto shapes = k::transformer_weight_shapes(model.d_model, model.ffn_dim, vocab_of(cfg, model));
+    auto flags = torch::zeros({1 + static_cast<int64_t>(shapes.size())}, torch::kInt64);
+    if (comm.rank() == 0) {
+      flags[0] = d.backend == GemmBackend::kOneDnn ? 1 : 0;
+      for (size_t i = 0; i < shapes.size(); ++i)
+        flags[static_cast<int64_t>(i) + 1] =
+            std::count(d.transposed_forward.begin(), d.transposed_forward.end(), shapes[i]);
+    }
+    flags = flags.to(comm.device());
+    comm.broadcast(flags, 0);
+    flags = flags.cpu();
+    if (comm.rank() != 0) {
+      d = {flags[0].item<int64_t>() == 1 ? GemmBackend::kOneDnn : GemmBackend::kMkl, "rank 0's pick", {}};
+      for (size_t i = 0; i < shapes.size(); ++i)
+        if (flags[static_cast<int64_t>(i) + 1].item<int64_t>() == 1) d.transposed_forward.push_back(shapes[i]);
+    }
+  }
+  apply_decoding_gemm(d);
+  return d;
+}
+
+}  // namespace nmt::trainer

@@ -1,0 +1,32 @@
+#pragma once
+// train.gemm for decoding (translate, evaluate): the library, and the weights whose forward runs
+// on a transposed copy kept for the whole job (model/kernels/gemm_plan.h's inference plan).
+//
+// Decoding multiplies the same weights at every step, at a step's few rows, so both choices
+// are timed there: each weight's forward at 256 rows, as stored and on the kept copy, under
+// each library train.gemm allows (both under auto), for 0.15 s each. The library is the one whose
+// better way per weight is faster in all (oneDNN by at least 5%, as in training); the plan,
+// the weights whose copy won by 5% under it. A job of seconds pays for this in its start-up:
+// 0.3 s under auto, against 1.9 s for training's measurement (2-core AMD EPYC).
+#include "config/config.h"
+#include "dist/communicator.h"
+#include "model/model_config.h"
+#include "trainer/gemm_choice.h"
+
+namespace nmt::trainer {
+
+// Measured on this process alone; sets nothing. Throws config::ConfigError for onednn where it
+// cannot be loaded, and for a model that does not fit in memory (checkpoint::check_fits). On
+// CUDA: MKL and no plan (no CPU GEMM runs).
+GemmDecision decide_decoding_gemm(const config::Config& cfg, const model::ModelConfig& model,
+                                  const torch::Device& device);
+
+// Sets the backend and the inference plan that `decision` names.
+void apply_decoding_gemm(const GemmDecision& decision);
+
+// Rank 0's decision on every rank, applied: each rank's lines come out as rank 0's would.
+// Collective on the CPU.
+GemmDecision choose_decoding_gemm(const config::Config& cfg, const model::ModelConfig& model, dist::Communicator& comm,
+                                  const torch::Device& device);
+
+}  // namespace nmt::trainer
