@@ -5,8 +5,8 @@
 // with the 8k vocabulary, at ROWS tokens per micro-batch; plus the 2048^3 product the MFU
 // peak used to be taken from. Then each weight's forward as stored and on a transposed copy:
 // oneDNN's at ROWS rows with the copy made per call (training), and each library's at a
-// decoding step's 256 rows with the copy kept (decoding). One JSON line per shape set: GFLOP/s of each library, and
-// each product's figures under "products".
+// decoding step's 256 rows with the copy kept (decoding). One JSON line per shape set: GFLOP/s
+// of each library, and each product's figures under "products".
 #include <ATen/Parallel.h>
 #include <dlfcn.h>
 #include <torch/torch.h>
@@ -74,8 +74,7 @@ void report(const char* label, const std::vector<GemmShape>& shapes, const Blis&
     const double f = 2.0 * static_cast<double>(s.m * s.n * s.k);
     const double mkl = nmt::model::kernels::gemm_flops_per_s(GemmBackend::kMkl, {s}, seconds);
     const double dnnl = nmt::model::kernels::onednn_available()
-                            ? nmt::model::kernels::gemm_flops_per_s(GemmBackend::kOneDnn, {s}, seconds)
-                            : 0;
+                            ? nmt::model::kernels::gemm_flops_per_s(GemmBackend::kOneDnn, {s}, seconds) : 0;
     const double bl = blis.sgemm ? blis_flops_per_s(blis, s, seconds) : 0;
     flops += f, t_mkl += f / mkl, t_dnnl += dnnl > 0 ? f / dnnl : 0, t_blis += bl > 0 ? f / bl : 0;
     char line[200];
@@ -83,11 +82,10 @@ void report(const char* label, const std::vector<GemmShape>& shapes, const Blis&
                   products.empty() ? "" : ", ", shape_name(s).c_str(), mkl / 1e9, dnnl / 1e9, bl / 1e9);
     products += line;
   }
-  std::printf(
-      "{\"shapes\": \"%s\", \"threads\": %d, \"gflops\": {\"mkl\": %.1f, \"onednn\": %.1f, \"blis\": %.1f}, "
-      "\"onednn_over_mkl\": %.3f, \"products\": [%s]}\n",
-      label, at::get_num_threads(), flops / t_mkl / 1e9, t_dnnl > 0 ? flops / t_dnnl / 1e9 : 0.0,
-      t_blis > 0 ? flops / t_blis / 1e9 : 0.0, t_dnnl > 0 ? t_mkl / t_dnnl : 0.0, products.c_str());
+  std::printf("{\"shapes\": \"%s\", \"threads\": %d, \"gflops\": {\"mkl\": %.1f, \"onednn\": %.1f, \"blis\": %.1f}, "
+              "\"onednn_over_mkl\": %.3f, \"products\": [%s]}\n",
+              label, at::get_num_threads(), flops / t_mkl / 1e9, t_dnnl > 0 ? flops / t_dnnl / 1e9 : 0.0,
+              t_blis > 0 ? flops / t_blis / 1e9 : 0.0, t_dnnl > 0 ? t_mkl / t_dnnl : 0.0, products.c_str());
   std::fflush(stdout);
 }
 

@@ -29,8 +29,7 @@ int main(int argc, char** argv) {
     std::error_code ec;
     for (const auto& p : inputs)
       if (p == output || (fs::exists(output) && fs::equivalent(p, output, ec)))
-        throw nmt::config::ConfigError("--output " + output + " is also an input (" + p +
-                                       "): refusing to overwrite it");
+        throw nmt::config::ConfigError("--output " + output + " is also an input (" + p + "): refusing to overwrite it");
     const nmt::checkpoint::Checkpoint avg = nmt::checkpoint::average_checkpoints(inputs);
     nmt::checkpoint::save_checkpoint(avg, output);
     std::fprintf(stderr, "average: wrote %s from %zu checkpoints (last: update %lld)\n", output.c_str(), inputs.size(),

@@ -19,8 +19,7 @@ namespace nmt::cli {
 
 void add_config_options(CLI::App& app, ConfigArgs& args) {
   app.add_option("--config", args.config_path, "YAML configuration file")->required();
-  app.add_option("overrides", args.overrides,
-                 "configuration overrides, e.g. train.max_updates=100 data.max_tokens=2048");
+  app.add_option("overrides", args.overrides, "configuration overrides, e.g. train.max_updates=100 data.max_tokens=2048");
   app.add_flag("--print-config", args.print_config, "print the resolved configuration as YAML and exit");
 }
 

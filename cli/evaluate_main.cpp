@@ -37,8 +37,7 @@ int main(int argc, char** argv) {
   nmt::dist::ProcessGroup group(&argc, &argv);
   const std::string name = group.label("evaluate");
   const int rc = nmt::cli::run_main(name, [&] {
-    CLI::App app(
-        "Translate a split with a checkpoint and score it with BLEU. `evaluate bleu --hyp H --ref R` scores files.");
+    CLI::App app("Translate a split with a checkpoint and score it with BLEU. `evaluate bleu --hyp H --ref R` scores files.");
     nmt::cli::ConfigArgs args;
     nmt::cli::add_config_options(app, args);
     nmt::eval::EvalRequest req;

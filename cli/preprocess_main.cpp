@@ -1,7 +1,7 @@
 // preprocess --config C [key=value ...] [--print-config]
 // Raw Multi30k-layout text -> SentencePiece vocabulary -> HDF5 shards + manifest.json.
-#include "cli/cli.h"
 #include "data/preprocess.h"
+#include "cli/cli.h"
 
 int main(int argc, char** argv) {
   return nmt::cli::run_main("preprocess", [&] {

@@ -15,16 +15,14 @@ int main(int argc, char** argv) {
     nmt::cli::ConfigArgs args;
     nmt::cli::add_config_options(app, args);
     std::string resume;
-    app.add_option("--resume", resume,
-                   "checkpoint to continue from, or 'auto' for the newest valid one in train.save_dir");
+    app.add_option("--resume", resume, "checkpoint to continue from, or 'auto' for the newest valid one in train.save_dir");
     int64_t benchmark = 0, warmup = 5;
     std::string bench_out;
     app.add_option("--benchmark", benchmark, "time N updates after --warmup and print one JSON line (no checkpoints)")
         ->check(CLI::Range(int64_t{1}, int64_t{1000000000}));
     app.add_option("--warmup", warmup, "untimed updates before --benchmark")
         ->check(CLI::Range(int64_t{0}, int64_t{1000000000}));
-    app.add_option("--bench-out", bench_out,
-                   "with --benchmark: write init.pt and plan.json here for the PyTorch reference");
+    app.add_option("--bench-out", bench_out, "with --benchmark: write init.pt and plan.json here for the PyTorch reference");
     if (int rc = nmt::cli::parse_cli(app, argc, argv); rc >= 0) return rc;
     nmt::config::Config cfg;
     if (!nmt::cli::resolve_config(args, nmt::config::Needs::kShards, &cfg)) return 0;

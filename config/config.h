@@ -64,7 +64,8 @@ struct TrainConfig {
   std::string save_dir = "runs/default";  // checkpoints, logs and metrics.jsonl go here
   Device device = Device::kAuto;  // auto|cpu|cuda
   Precision precision = Precision::kFp32;  // fp32|bf16|fp16
-  Gemm gemm = Gemm::kMkl;         // mkl|onednn|auto: CPU GEMM of the linear layers (mkl: LibTorch's own)
+  Gemm gemm = Gemm::kMkl;         // mkl|onednn|auto: CPU GEMM of the linear layers (mkl: LibTorch's own;
+                                  // decoding may multiply on kept transposed weights under either, gemm_plan.h)
   Attention attention = Attention::kShort;  // short|sdpa: CPU attention of training and scoring (sdpa: LibTorch's)
   bool tf32 = false;              // CUDA: fp32 matmuls and convolutions may use TF32 (runtime/cuda_math.h)
   bool cudnn_sdpa = false;        // CUDA: allow cuDNN's attention kernel (slow with varying batch shapes)

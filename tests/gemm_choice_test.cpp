@@ -117,16 +117,31 @@ TEST(DecodingGemmChoice, EachSettingTimesItsLibrariesAndPlansOnlyTheModelsWeight
   EXPECT_TRUE(cuda.transposed_forward.empty());
 }
 
-TEST(DecodingGemmChoice, ChoosingAppliesTheLibraryAndThePlan) {
+// Run alone and under `mpirun -np 2` (mpirun.communicator_and_reducer): every rank ends with rank
+// 0's library and plan, though each could have timed its own.
+TEST(DecodingGemmChoice, ChoosingAppliesRankZerosLibraryAndPlanOnEveryRank) {
   DecodingScope scope;
   config::Config cfg;
-  cfg.train.gemm = config::Gemm::kMkl;
+  cfg.train.gemm = config::Gemm::kAuto;
   dist::DistConfig mpi;
   mpi.backend = dist::Backend::kMpi;
   auto comm = dist::make_communicator(mpi, nmt::testing::process_group(), torch::kCPU);
   const GemmDecision d = choose_decoding_gemm(cfg, small_model(), *comm, torch::kCPU);
-  EXPECT_EQ(model::kernels::gemm_backend(), GemmBackend::kMkl);
+  EXPECT_EQ(model::kernels::gemm_backend(), d.backend);
   EXPECT_EQ(model::kernels::inference_transposed(), d.transposed_forward);
+  if (comm->rank() != 0) {
+    EXPECT_NE(d.why.find("(rank 0's pick); kept transposed weights: "), std::string::npos) << d.why;
+  }
+  // what rank 0 applied, sent again: every rank holds the same
+  const auto shapes = model::kernels::transformer_weight_shapes(32, 64, 100);
+  auto mine = torch::zeros({1 + static_cast<int64_t>(shapes.size())}, torch::kInt64);
+  mine[0] = model::kernels::gemm_backend() == GemmBackend::kOneDnn ? 1 : 0;
+  for (size_t i = 0; i < shapes.size(); ++i)
+    mine[static_cast<int64_t>(i) + 1] = model::kernels::inference_on_transposed_weight(shapes[i].out, shapes[i].in);
+  auto rank0 = mine.clone();
+  comm->broadcast(rank0, 0);
+  EXPECT_TRUE(torch::equal(mine, rank0)) << "rank " << comm->rank();
+  // applying a decision sets exactly its plan
   apply_decoding_gemm({GemmBackend::kMkl, "", {{64, 32}}});
   EXPECT_EQ(model::kernels::inference_transposed(), (std::vector<WeightShape>{{64, 32}}));
   EXPECT_TRUE(model::kernels::inference_on_transposed_weight(64, 32));

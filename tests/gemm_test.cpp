@@ -164,11 +164,11 @@ TEST(Gemm, TransposedForwardMatchesLibTorchForwardAndGradients) {
 // with a one-row batch, against LibTorch; a weight changed in place is multiplied as it is now.
 // With gradients recorded the plan does not apply, and the gradients are LibTorch's.
 TEST(Gemm, InferencePlanMatchesLibTorchUnderBothBackendsAndFollowsWeightChanges) {
-  REQUIRE_ONEDNN();
   torch::manual_seed(12);
   InferencePlanScope plan({{40, 24}});
   const auto w = torch::randn({40, 24}), b = torch::randn({40});
   for (const GemmBackend backend : {GemmBackend::kMkl, GemmBackend::kOneDnn}) {
+    if (backend == GemmBackend::kOneDnn && !onednn_available()) continue;  // AddressSanitizer: MKL's half still runs
     BackendScope scope(backend);
     for (const auto& x : {torch::randn({3, 7, 24}), torch::randn({1, 24})})
       for (bool relu : {false, true})
@@ -181,12 +181,15 @@ TEST(Gemm, InferencePlanMatchesLibTorchUnderBothBackendsAndFollowsWeightChanges)
           EXPECT_LT(max_relative_error(got, want), 1e-5) << gemm_backend_name(backend) << relu << with_bias;
         }
   }
-  // the weight changes in place (an optimizer step between two validations): the copy follows
   const auto x = torch::randn({5, 24});
   auto changing = w.clone();
   {
     torch::NoGradGuard no_grad;
+    // the product runs on the kept copy: a copy zeroed behind the cache's back leaves the bias
     linear(x, changing, b);
+    kept_transposed_weight(changing).zero_();
+    EXPECT_TRUE(torch::equal(linear(x, changing, b), b.expand({5, 40})));
+    // the weight changes in place (as between two validations): the copy follows
     changing.mul_(-2.0f);
     EXPECT_LT(max_relative_error(linear(x, changing, b), torch::nn::functional::linear(x, changing, b)), 1e-5);
   }

@@ -98,9 +98,11 @@ GemmDecision choose_decoding_gemm(const config::Config& cfg, const model::ModelC
     comm.broadcast(flags, 0);
     flags = flags.cpu();
     if (comm.rank() != 0) {
-      d = {flags[0].item<int64_t>() == 1 ? GemmBackend::kOneDnn : GemmBackend::kMkl, "rank 0's pick", {}};
+      d = {flags[0].item<int64_t>() == 1 ? GemmBackend::kOneDnn : GemmBackend::kMkl, "", {}};
       for (size_t i = 0; i < shapes.size(); ++i)
         if (flags[static_cast<int64_t>(i) + 1].item<int64_t>() == 1) d.transposed_forward.push_back(shapes[i]);
+      d.why = std::string(k::gemm_backend_name(d.backend)) +
+              " (rank 0's pick); kept transposed weights: " + plan_text(d.transposed_forward);
     }
   }
   apply_decoding_gemm(d);

@@ -43,8 +43,8 @@ std::string plan_text(const std::vector<model::kernels::WeightShape>& shapes) {
   return shapes.empty() ? "none" : model::kernels::weight_shapes_text(shapes);
 }
 
-GemmDecision decide_gemm_backend(const config::Config& cfg, const model::ModelConfig& model,
-                                 const torch::Device& device, bool measure_here) {
+GemmDecision decide_gemm_backend(const config::Config& cfg, const model::ModelConfig& model, const torch::Device& device,
+                                 bool measure_here) {
   if (device.is_cuda()) return {GemmBackend::kMkl, "mkl (CUDA: no CPU GEMM)", {}};
   switch (cfg.train.gemm) {
     case config::Gemm::kOneDnn:
@@ -131,8 +131,8 @@ std::string keep_checkpoint_gemm(const config::Config& cfg, const std::string& s
 }
 
 const char* choose_attention_kernel(const config::Config& cfg) {
-  const auto kernel =
-      cfg.train.attention == config::Attention::kShort ? model::AttentionKernel::kShort : model::AttentionKernel::kSdpa;
+  const auto kernel = cfg.train.attention == config::Attention::kShort ? model::AttentionKernel::kShort
+                                                                        : model::AttentionKernel::kSdpa;
   model::set_attention_kernel(kernel);
   return model::attention_kernel_name(kernel);
 }

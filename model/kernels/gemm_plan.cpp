@@ -19,6 +19,7 @@ std::vector<WeightShape> plan, inference_plan;
 struct KeptCopy {
   c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl> weight;
   uint32_t version;
+  const void* data;  // set_data() (Module::to) swaps the storage and keeps the version
   torch::Tensor transposed;
 };
 std::mutex kept_mutex;
@@ -51,13 +52,15 @@ torch::Tensor kept_transposed_weight(const torch::Tensor& weight) {
   const std::lock_guard<std::mutex> lock(kept_mutex);
   const c10::TensorImpl* key = weight.unsafeGetTensorImpl();
   const uint32_t version = weight._version();
-  if (auto it = kept.find(key); it != kept.end() && !it->second.weight.expired() && it->second.version == version)
+  const void* data = weight.const_data_ptr();
+  if (auto it = kept.find(key);
+      it != kept.end() && !it->second.weight.expired() && it->second.version == version && it->second.data == data)
     return it->second.transposed;
   for (auto it = kept.begin(); it != kept.end();) it = it->second.weight.expired() ? kept.erase(it) : std::next(it);
   torch::Tensor transposed = weight.detach().t().contiguous();
   kept.insert_or_assign(
       key, KeptCopy{c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(weight.getIntrusivePtr()),
-                    version, transposed});
+                    version, data, transposed});
   return transposed;
 }
 

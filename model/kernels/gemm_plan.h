@@ -73,8 +73,9 @@ const std::vector<WeightShape>& inference_transposed();
 bool inference_on_transposed_weight(int64_t out, int64_t in);
 
 // weight [out, in] -> its transposed copy [in, out], contiguous: made on first use and again
-// when the weight has changed since (in place: its version counter; or a new tensor), kept
-// while the weight lives. Entries of weights that died are dropped as new ones come.
+// when the weight has changed since (in place: its version counter; its storage; or a new
+// tensor), kept while the weight lives. Entries of weights that died are dropped as new ones
+// come. The copy is shared: read it, never write it. Not for inference tensors (no version).
 torch::Tensor kept_transposed_weight(const torch::Tensor& weight);
 
 }  // namespace nmt::model::kernels

@@ -158,7 +158,7 @@ bool onednn_applies(const torch::Tensor& x, const torch::Tensor& weight) {
 // the product on its kept transposed copy (gemm_plan.h), under either library.
 bool inference_plan_applies(const torch::Tensor& x, const torch::Tensor& weight) {
   return !torch::autograd::GradMode::is_enabled() && cpu_float32(x, weight) && weight.dim() == 2 &&
-         inference_on_transposed_weight(weight.size(0), weight.size(1));
+         !weight.is_inference() && inference_on_transposed_weight(weight.size(0), weight.size(1));
 }
 
 torch::Tensor inference_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
