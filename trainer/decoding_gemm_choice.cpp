@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <vector>
 
-#include "config/config_error.h"
 #include "model/kernels/gemm_plan.h"
 #include "runtime/memory_estimate.h"
 
@@ -57,8 +56,7 @@ GemmDecision decide_decoding_gemm(const config::Config& cfg, const model::ModelC
     case config::Gemm::kMkl:
       return decided(time_library(GemmBackend::kMkl, shapes), "mkl (train.gemm)");
     case config::Gemm::kOneDnn:
-      if (!k::onednn_available())
-        throw config::ConfigError("config key 'train.gemm' = onednn: " + k::onednn_unavailable_reason());
+      require_onednn_if_asked(cfg, device);
       return decided(time_library(GemmBackend::kOneDnn, shapes), "onednn (train.gemm)");
     case config::Gemm::kAuto:
       break;
@@ -80,30 +78,16 @@ void apply_decoding_gemm(const GemmDecision& decision) {
 
 GemmDecision choose_decoding_gemm(const config::Config& cfg, const model::ModelConfig& model, dist::Communicator& comm,
                                   const torch::Device& device) {
-  if (cfg.train.gemm == config::Gemm::kOneDnn && !device.is_cuda() && !k::onednn_available())  // on every rank
-    throw config::ConfigError("config key 'train.gemm' = onednn: " + k::onednn_unavailable_reason());
+  require_onednn_if_asked(cfg, device);  // on every rank, before rank 0 times
   GemmDecision d;
   if (comm.rank() == 0 || device.is_cuda()) d = decide_decoding_gemm(cfg, model, device);
   if (!device.is_cuda()) {
-    // rank 0's library, then one flag per weight shape in the order every rank computes alike
     const auto shapes = k::transformer_weight_shapes(model.d_model, model.ffn_dim, vocab_of(cfg, model));
-    auto flags = torch::zeros({1 + static_cast<int64_t>(shapes.size())}, torch::kInt64);
-    if (comm.rank() == 0) {
-      flags[0] = d.backend == GemmBackend::kOneDnn ? 1 : 0;
-      for (size_t i = 0; i < shapes.size(); ++i)
-        flags[static_cast<int64_t>(i) + 1] =
-            std::count(d.transposed_forward.begin(), d.transposed_forward.end(), shapes[i]);
-    }
-    flags = flags.to(comm.device());
-    comm.broadcast(flags, 0);
-    flags = flags.cpu();
-    if (comm.rank() != 0) {
-      d = {flags[0].item<int64_t>() == 1 ? GemmBackend::kOneDnn : GemmBackend::kMkl, "", {}};
-      for (size_t i = 0; i < shapes.size(); ++i)
-        if (flags[static_cast<int64_t>(i) + 1].item<int64_t>() == 1) d.transposed_forward.push_back(shapes[i]);
+    d.backend = rank0_backend(d.backend, comm);
+    d.transposed_forward = rank0_subset(shapes, d.transposed_forward, comm);
+    if (comm.rank() != 0)
       d.why = std::string(k::gemm_backend_name(d.backend)) +
               " (rank 0's pick); kept transposed weights: " + plan_text(d.transposed_forward);
-    }
   }
   apply_decoding_gemm(d);
   return d;

@@ -43,13 +43,38 @@ std::string plan_text(const std::vector<model::kernels::WeightShape>& shapes) {
   return shapes.empty() ? "none" : model::kernels::weight_shapes_text(shapes);
 }
 
+void require_onednn_if_asked(const config::Config& cfg, const torch::Device& device) {
+  if (cfg.train.gemm == config::Gemm::kOneDnn && !device.is_cuda() && !model::kernels::onednn_available())
+    throw config::ConfigError("config key 'train.gemm' = onednn: " + model::kernels::onednn_unavailable_reason());
+}
+
+GemmBackend rank0_backend(GemmBackend mine, dist::Communicator& comm) {
+  auto pick = torch::tensor({mine == GemmBackend::kOneDnn ? 1 : 0}, torch::kInt64).to(comm.device());
+  comm.broadcast(pick, 0);
+  return pick.item<int64_t>() == 1 ? GemmBackend::kOneDnn : GemmBackend::kMkl;
+}
+
+std::vector<model::kernels::WeightShape> rank0_subset(const std::vector<model::kernels::WeightShape>& all,
+                                                      const std::vector<model::kernels::WeightShape>& picked,
+                                                      dist::Communicator& comm) {
+  auto flags = torch::zeros({static_cast<int64_t>(all.size())}, torch::kInt64);
+  for (size_t i = 0; i < all.size(); ++i)
+    flags[static_cast<int64_t>(i)] = std::count(picked.begin(), picked.end(), all[i]) > 0 ? 1 : 0;
+  flags = flags.to(comm.device());
+  comm.broadcast(flags, 0);
+  flags = flags.cpu();
+  std::vector<model::kernels::WeightShape> subset;
+  for (size_t i = 0; i < all.size(); ++i)
+    if (flags[static_cast<int64_t>(i)].item<int64_t>() == 1) subset.push_back(all[i]);
+  return subset;
+}
+
 GemmDecision decide_gemm_backend(const config::Config& cfg, const model::ModelConfig& model, const torch::Device& device,
                                  bool measure_here) {
   if (device.is_cuda()) return {GemmBackend::kMkl, "mkl (CUDA: no CPU GEMM)", {}};
+  require_onednn_if_asked(cfg, device);
   switch (cfg.train.gemm) {
     case config::Gemm::kOneDnn:
-      if (!model::kernels::onednn_available())
-        throw config::ConfigError("config key 'train.gemm' = onednn: " + model::kernels::onednn_unavailable_reason());
       return {GemmBackend::kOneDnn, "onednn (train.gemm)", {}};
     case config::Gemm::kAuto:
       if (measure_here) return measure(cfg, model);
@@ -64,9 +89,7 @@ GemmDecision choose_gemm_backend(const config::Config& cfg, const model::ModelCo
                                  const torch::Device& device) {
   GemmDecision d = decide_gemm_backend(cfg, model, device, /*measure_here=*/comm.rank() == 0);
   if (cfg.train.gemm == config::Gemm::kAuto && !device.is_cuda()) {
-    auto pick = torch::tensor({d.backend == GemmBackend::kOneDnn ? 1 : 0}, torch::kInt64).to(comm.device());
-    comm.broadcast(pick, 0);
-    d.backend = pick.item<int64_t>() == 1 ? GemmBackend::kOneDnn : GemmBackend::kMkl;
+    d.backend = rank0_backend(d.backend, comm);
     if (comm.rank() != 0) d.why = std::string(model::kernels::gemm_backend_name(d.backend)) + " (auto: rank 0's pick)";
   }
   model::kernels::set_gemm_backend(d.backend);
@@ -79,18 +102,9 @@ void choose_transposed_forward(const config::Config& cfg, const model::ModelConf
   decision.transposed_forward.clear();
   if (decision.backend == GemmBackend::kOneDnn) {
     const auto shapes = k::transformer_weight_shapes(model.d_model, model.ffn_dim, vocab_of(cfg, model));
-    // rank 0's pick as one flag per shape, in the order every rank computes alike
-    auto picked = torch::zeros({static_cast<int64_t>(shapes.size())}, torch::kInt64);
-    if (comm.rank() == 0) {
-      const auto faster = k::faster_transposed(k::time_forward_both_ways(shapes, rows_timed(cfg), 0.5));
-      for (size_t i = 0; i < shapes.size(); ++i)
-        picked[static_cast<int64_t>(i)] = std::find(faster.begin(), faster.end(), shapes[i]) != faster.end() ? 1 : 0;
-    }
-    picked = picked.to(comm.device());
-    comm.broadcast(picked, 0);
-    picked = picked.cpu();
-    for (size_t i = 0; i < shapes.size(); ++i)
-      if (picked[static_cast<int64_t>(i)].item<int64_t>() == 1) decision.transposed_forward.push_back(shapes[i]);
+    std::vector<k::WeightShape> faster;
+    if (comm.rank() == 0) faster = k::faster_transposed(k::time_forward_both_ways(shapes, rows_timed(cfg), 0.5));
+    decision.transposed_forward = rank0_subset(shapes, faster, comm);
     decision.why += "; forward on transposed weights: " + plan_text(decision.transposed_forward);
   }
   k::set_transposed_forward(decision.transposed_forward);

@@ -28,6 +28,16 @@ int64_t vocab_of(const config::Config& cfg, const model::ModelConfig& model);
 // "256x1024,256x256", or "none".
 std::string plan_text(const std::vector<model::kernels::WeightShape>& shapes);
 
+// Throws config::ConfigError for train.gemm = onednn on the CPU where oneDNN cannot be loaded.
+void require_onednn_if_asked(const config::Config& cfg, const torch::Device& device);
+
+// Collectives that give every rank rank 0's choice: its library, and its pick among `all`
+// (sent as one flag per shape of `all`, which every rank computes alike).
+model::kernels::GemmBackend rank0_backend(model::kernels::GemmBackend mine, dist::Communicator& comm);
+std::vector<model::kernels::WeightShape> rank0_subset(const std::vector<model::kernels::WeightShape>& all,
+                                                      const std::vector<model::kernels::WeightShape>& picked,
+                                                      dist::Communicator& comm);
+
 // train.gemm for training, on this process alone; auto measures only when `measure_here`.
 // Does not set the backend.
 GemmDecision decide_gemm_backend(const config::Config& cfg, const model::ModelConfig& model,
