@@ -17,31 +17,34 @@ torch::Tensor reference(const torch::Tensor& q, const torch::Tensor& k, const to
 TEST(DecodeAttention, MatchesScaledDotProductAttentionOnHeadViewsAndCacheSlices) {
   torch::manual_seed(11);
   torch::NoGradGuard no_grad;
-  const int64_t batch = 7, heads = 4, d = 64;
-  for (int64_t tq : {1, 5})
-    for (int64_t tk : {1, 13, 40}) {
-      // q as the head view of a [B, Tq, H * D] projection (strided), k and v as slices of a
-      // longer cache, as decoding passes them.
-      const torch::Tensor q = torch::randn({batch, tq, heads * d}).view({batch, tq, heads, d}).transpose(1, 2);
-      const torch::Tensor k = torch::randn({batch, heads, tk + 6, d}).slice(2, 0, tk);
-      const torch::Tensor v = torch::randn({batch, heads, tk + 6, d}).slice(2, 0, tk);
-      const torch::Tensor got = decode_attention(q, k, v, torch::Tensor());
-      EXPECT_LT((got - reference(q, k, v, torch::Tensor())).abs().max().item<float>(), 2e-6) << tq << " x " << tk;
-      // A padding mask over the keys: each sentence keeps its first `len` keys.
-      torch::Tensor mask = torch::zeros({batch, 1, 1, tk}, torch::kBool);
-      for (int64_t b = 0; b < batch; ++b) mask[b].slice(-1, 0, 1 + (b * 5) % tk).fill_(true);
-      const torch::Tensor masked = decode_attention(q, k, v, mask);
-      EXPECT_LT((masked - reference(q, k, v, mask)).abs().max().item<float>(), 2e-6) << tq << " x " << tk << " masked";
-    }
+  const int64_t batch = 7, heads = 4;
+  // 64: the head width the kernel is compiled for; 32 and 24 take its run-time width.
+  for (int64_t d : {64, 32, 24})
+    for (int64_t tq : {1, 5})
+      for (int64_t tk : {1, 13, 40}) {
+        // q as the head view of a [B, Tq, H * D] projection (strided), k and v as slices of a
+        // longer cache, as decoding passes them.
+        const torch::Tensor q = torch::randn({batch, tq, heads * d}).view({batch, tq, heads, d}).transpose(1, 2);
+        const torch::Tensor k = torch::randn({batch, heads, tk + 6, d}).slice(2, 0, tk);
+        const torch::Tensor v = torch::randn({batch, heads, tk + 6, d}).slice(2, 0, tk);
+        const torch::Tensor got = decode_attention(q, k, v, torch::Tensor());
+        EXPECT_LT((got - reference(q, k, v, torch::Tensor())).abs().max().item<float>(), 2e-6)
+            << "d " << d << ", " << tq << " x " << tk;
+        // A padding mask over the keys: each sentence keeps its first `len` keys.
+        torch::Tensor mask = torch::zeros({batch, 1, 1, tk}, torch::kBool);
+        for (int64_t b = 0; b < batch; ++b) mask[b].slice(-1, 0, 1 + (b * 5) % tk).fill_(true);
+        const torch::Tensor masked = decode_attention(q, k, v, mask);
+        EXPECT_LT((masked - reference(q, k, v, mask)).abs().max().item<float>(), 2e-6)
+            << "d " << d << ", " << tq << " x " << tk << " masked";
+      }
 }
 
-TEST(DecodeAttention, SelfAttentionFollowsTheAncestorTable) {
-  // Keys stay where each step wrote them; row r reads step s's keys from slot row
-  // history[r][s]. The reference gathers each row's keys into [rows, steps, d] first.
-  torch::manual_seed(4);
-  torch::NoGradGuard no_grad;
-  const int64_t rows = 9, slot_rows = 12, heads = 4, d = 64, steps = 7, capacity = 16;
-  const torch::Tensor k = torch::randn({capacity, slot_rows, heads * d}), v = torch::randn({capacity, slot_rows, heads * d});
+// Keys stay where each step wrote them; row r reads step s's keys from slot row
+// history[r][s]. The reference gathers each row's keys into [rows, steps, d] first.
+void expect_self_attention_follows_the_ancestor_table(int64_t d) {
+  const int64_t rows = 9, slot_rows = 12, heads = 4, steps = 7, capacity = 16;
+  const torch::Tensor k = torch::randn({capacity, slot_rows, heads * d}),
+                      v = torch::randn({capacity, slot_rows, heads * d});
   const torch::Tensor history = torch::randint(0, slot_rows, {rows, steps}, torch::kInt32);
   // q as a slice of a fused [rows, 3 * H * D] projection.
   const torch::Tensor q = torch::randn({rows, 3 * heads * d}).narrow(1, 0, heads * d);
@@ -55,6 +58,12 @@ TEST(DecodeAttention, SelfAttentionFollowsTheAncestorTable) {
   EXPECT_THROW(decode_self_attention(q, k, v, history.to(torch::kInt64), heads), c10::Error) << "int64 table refused";
   EXPECT_THROW(decode_self_attention(q, k.narrow(0, 0, 5), v.narrow(0, 0, 5), history, heads), c10::Error)
       << "more steps than the buffer holds";
+}
+
+TEST(DecodeAttention, SelfAttentionFollowsTheAncestorTable) {
+  torch::manual_seed(4);
+  torch::NoGradGuard no_grad;
+  for (int64_t d : {64, 32}) expect_self_attention_follows_the_ancestor_table(d);
 }
 
 TEST(DecodeAttention, LargeScoresStayFiniteAndAllMaskedQueriesGetZeros) {
