@@ -1,4 +1,5 @@
 // evaluate --config C --checkpoint P [--split val|test|FILE] [--ref FILE] [--beam K] [--lenpen A] [--output FILE]
+//          [--verbose]
 // evaluate bleu --hyp FILE --ref FILE
 // Prints sacreBLEU's score line, then its signature.
 #include <cstdio>
@@ -43,12 +44,14 @@ int main(int argc, char** argv) {
     nmt::eval::EvalRequest req;
     int64_t beam = -1;
     double lenpen = -1;
+    bool verbose = false;
     app.add_option("--checkpoint", req.checkpoint, "checkpoint to evaluate")->required();
     app.add_option("--split", req.split, "val, test (data.test_split) or a raw source file");
     app.add_option("--ref", req.ref, "reference file (default: the split's raw target file)");
     app.add_option("--beam", beam, "beam size (default eval.beam; 1 = greedy)")->check(CLI::Range(1, 1000));
     app.add_option("--lenpen", lenpen, "length penalty (default eval.lenpen)")->check(nmt::cli::finite_range(0, 100));
     app.add_option("--output", req.output, "write the hypotheses here");
+    app.add_flag("--verbose", verbose, "print the decoding set-up on stderr (device, threads, GEMM library, attention)");
     if (int rc = nmt::cli::parse_cli(app, argc, argv); rc >= 0) return rc;
     if (beam >= 0) args.overrides.push_back("eval.beam=" + std::to_string(beam));
     if (lenpen >= 0) args.overrides.push_back("eval.lenpen=" + std::to_string(lenpen));
@@ -57,8 +60,12 @@ int main(int argc, char** argv) {
     torch::set_num_threads(static_cast<int>(cfg.train.threads));
     const torch::Device device = nmt::checkpoint::choose_device(cfg.train, group.local_rank());
     auto comm = nmt::dist::make_communicator(cfg.dist, group, device);
-    nmt::trainer::choose_decoding_gemm(cfg, cfg.model, *comm, device);  // train.gemm, the same on every rank
-    nmt::trainer::choose_attention_kernel(cfg);
+    // train.gemm, the same on every rank
+    const auto gemm = nmt::trainer::choose_decoding_gemm(cfg, cfg.model, *comm, device);
+    const char* attention = nmt::trainer::choose_attention_kernel(cfg);
+    if (verbose && group.is_main())
+      std::fprintf(stderr, "%s: %s\n", name.c_str(),
+                   nmt::trainer::decoding_setup_text(gemm, device, cfg.train.threads, attention).c_str());
     nmt::runtime::configure_cuda_math(cfg.train);
     const auto result = nmt::eval::run_evaluation(cfg, req, *comm);
     if (group.is_main() && result.scored)

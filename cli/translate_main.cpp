@@ -1,4 +1,4 @@
-// translate --config C --checkpoint P [--beam K] [--nbest N] [--input FILE] < source > hypotheses
+// translate --config C --checkpoint P [--beam K] [--nbest N] [--input FILE] [--verbose] < source > hypotheses
 // Like marian-decoder / fairseq-interactive: one translation per input line; with
 // --nbest N, N lines per input in Marian's n-best format "i ||| translation ||| score".
 #include <iostream>
@@ -19,11 +19,13 @@ int main(int argc, char** argv) {
     nmt::cli::add_config_options(app, args);
     std::string checkpoint, input;
     int64_t beam = -1, nbest = -1;
+    bool verbose = false;
     app.add_option("--checkpoint", checkpoint, "checkpoint to translate with")->required();
     app.add_option("--beam", beam, "beam size (default eval.beam; 1 = greedy)")->check(CLI::Range(1, 1000));
     app.add_option("--nbest", nbest, "print the N best translations per sentence with their scores")
         ->check(CLI::Range(1, 1000));
     app.add_option("--input", input, "read sources from this file instead of stdin");
+    app.add_flag("--verbose", verbose, "print the decoding set-up on stderr (device, threads, GEMM library, attention)");
     if (int rc = nmt::cli::parse_cli(app, argc, argv); rc >= 0) return rc;
     if (beam >= 0) args.overrides.push_back("eval.beam=" + std::to_string(beam));
     if (nbest >= 0) args.overrides.push_back("eval.nbest=" + std::to_string(nbest));
@@ -31,8 +33,12 @@ int main(int argc, char** argv) {
     if (!nmt::cli::resolve_config(args, nmt::config::Needs::kShards, &cfg)) return 0;
     torch::set_num_threads(static_cast<int>(cfg.train.threads));
     const torch::Device device = nmt::checkpoint::choose_device(cfg.train, 0);
-    nmt::trainer::apply_decoding_gemm(nmt::trainer::decide_decoding_gemm(cfg, cfg.model, device));
-    nmt::trainer::choose_attention_kernel(cfg);
+    const auto gemm = nmt::trainer::decide_decoding_gemm(cfg, cfg.model, device);
+    nmt::trainer::apply_decoding_gemm(gemm);
+    const char* attention = nmt::trainer::choose_attention_kernel(cfg);
+    if (verbose)
+      std::cerr << "translate: " << nmt::trainer::decoding_setup_text(gemm, device, cfg.train.threads, attention)
+                << std::endl;
     nmt::runtime::configure_cuda_math(cfg.train);
     nmt::eval::Translator translator(cfg, checkpoint, device);
     std::vector<std::string> lines;

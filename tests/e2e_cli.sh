@@ -71,6 +71,18 @@ for beam in 1 3; do
   cmp gemm_mkl.txt gemm_onednn.txt || { diff gemm_mkl.txt gemm_onednn.txt | head; fail "beam $beam: onednn decodes differently"; }
 done
 echo "ok: translate under train.gemm=onednn prints the same lines as mkl"
+# --verbose names the decoding set-up on stderr and leaves what goes to stdout as it was.
+"$TRANS" --config c.yaml --checkpoint run/avg.pt --beam 3 --input raw/test_2016_flickr.de train.gemm=onednn --verbose \
+  > verbose.txt 2> verbose.err || { cat verbose.err; fail "translate --verbose"; }
+cmp verbose.txt gemm_onednn.txt || fail "translate --verbose changed the translations"
+grep -qx 'translate: device cpu, 1 threads, gemm onednn (train.gemm); kept transposed weights: [0-9x,]*\(none\)\?, attention short' \
+  verbose.err || { cat verbose.err; fail "translate --verbose: no set-up line"; }
+"$EVAL" --config c.yaml --checkpoint run/avg.pt --split test --verbose > bleu_verbose.txt 2> eval_verbose.err ||
+  { cat eval_verbose.err; fail "evaluate --verbose"; }
+cmp bleu.txt bleu_verbose.txt || fail "evaluate --verbose changed stdout"
+grep -qx 'evaluate: device cpu, 1 threads, gemm mkl (train.gemm); kept transposed weights: [0-9x,]*\(none\)\?, attention short' \
+  eval_verbose.err || { cat eval_verbose.err; fail "evaluate --verbose: no set-up line"; }
+echo "ok: translate and evaluate --verbose: $(cat verbose.err)"
 
 # Bad input: each refused, nothing overwritten.
 cp hyp.txt hyp.before

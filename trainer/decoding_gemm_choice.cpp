@@ -93,4 +93,9 @@ GemmDecision choose_decoding_gemm(const config::Config& cfg, const model::ModelC
   return d;
 }
 
+std::string decoding_setup_text(const GemmDecision& decision, const torch::Device& device, int64_t threads,
+                                const char* attention) {
+  return fmt::format("device {}, {} threads, gemm {}, attention {}", device.str(), threads, decision.why, attention);
+}
+
 }  // namespace nmt::trainer

@@ -30,4 +30,10 @@ void apply_decoding_gemm(const GemmDecision& decision);
 GemmDecision choose_decoding_gemm(const config::Config& cfg, const model::ModelConfig& model, dist::Communicator& comm,
                                   const torch::Device& device);
 
+// What translate and evaluate print under --verbose, the set-up that decides their speed (and,
+// for the GEMM library, the order of the sums): "device cpu, 2 threads, gemm <why>, attention
+// <kernel>".
+std::string decoding_setup_text(const GemmDecision& decision, const torch::Device& device, int64_t threads,
+                                const char* attention);
+
 }  // namespace nmt::trainer
