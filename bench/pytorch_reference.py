@@ -8,6 +8,8 @@ comparison with our trainer (bench/compare runs both alternately):
   * eager, or under torch.compile (--compile default | max-autotune-no-cudagraphs: inductor
     on the CPU), the first thing a PyTorch user tries for speed. The compile happens in
     the warmup updates; their time is reported apart (warmup_seconds);
+  * fp32, or with --precision bf16 the forward under torch.autocast("cpu", bfloat16), the
+    counterpart of train.precision=bf16 (not run by bench/compare);
   * F.cross_entropy(label_smoothing=..., ignore_index=pad), Adam(fused=True), the same
     inverse_sqrt schedule;
   * the very same micro-batches, read from our HDF5 shards with h5py (plan.json written
@@ -178,6 +180,8 @@ def main():
     ap.add_argument("--decoder-layers", type=int, default=None, help="decoder layers (default: --layers)")
     ap.add_argument("--pre-norm", action="store_true")
     ap.add_argument("--compile", choices=("none", "default", "max-autotune-no-cudagraphs"), default="none")
+    ap.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
+                    help="bf16: the forward under torch.autocast('cpu', bfloat16), as train.precision=bf16")
     ap.add_argument("--dropout", type=float, default=0.1)
     ap.add_argument("--label-smoothing", type=float, default=0.1)
     ap.add_argument("--lr", type=float, default=1e-3)
@@ -207,8 +211,9 @@ def main():
         total = sum(int((tout != pad).sum()) for _, _, tout in batches)
         loss_sum = 0.0
         for src, tin, tout in batches:
-            logits = forward(src, tin)
-            loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), tout.view(-1), ignore_index=pad,
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.precision == "bf16"):
+                logits = forward(src, tin)
+            loss = F.cross_entropy(logits.float().view(-1, logits.shape[-1]), tout.view(-1), ignore_index=pad,
                                    label_smoothing=a.label_smoothing, reduction="sum")
             (loss / total).backward()
             loss_sum += float(loss.detach())
@@ -219,7 +224,7 @@ def main():
     secs = time.perf_counter() - start
     print(json.dumps({"tgt_tokens_per_s": tgt_tokens / secs, "updates_per_s": a.updates / secs, "seconds": secs,
                       "warmup_seconds": start - began, "recompiles": graphs_compiled() - compiled,
-                      "compile": a.compile, "threads": a.threads, "losses": losses}))
+                      "compile": a.compile, "precision": a.precision, "threads": a.threads, "losses": losses}))
 
 
 if __name__ == "__main__":
