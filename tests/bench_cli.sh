@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmark programs refuse bad arguments with one message naming the argument and exit 2.
-#   bench_cli.sh BUILD_DIR
+#   bench_cli.sh BUILD_DIR PYTHON
 set -uo pipefail
 kernels=$1/bench/kernels
 fail() { echo "FAIL: $*"; exit 1; }
@@ -30,6 +30,9 @@ err=$(bash "$root/bench/compare" --compile 2>&1); rc=$?
 [ "$rc" = 2 ] && grep -qF "bench/compare: --compile needs a mode" <<<"$err" || fail "compare --compile: exit $rc: $err"
 err=$(python3 "$root/bench/decode" --gemm blas 2>&1); rc=$?
 [ "$rc" = 2 ] && grep -qF "argument --gemm: invalid choice: 'blas'" <<<"$err" || fail "decode --gemm blas: exit $rc: $err"
+err=$("$2" "$root/bench/pytorch_reference.py" --shard-dir . --bench-out . --precision fp64 2>&1); rc=$?
+[ "$rc" = 2 ] && grep -qF "argument --precision: invalid choice: 'fp64'" <<<"$err" ||
+  fail "pytorch_reference --precision fp64: exit $rc: $err"
 # And a small valid run prints its JSON line.
 "$kernels" 16 32 1 | grep -q '"cross_entropy_speedup"' || fail "kernels 16 32 1 printed no JSON"
 echo "bench_cli: ok"

@@ -83,6 +83,7 @@ cmp bleu.txt bleu_verbose.txt || fail "evaluate --verbose changed stdout"
 grep -qx 'evaluate: device cpu, 1 threads, gemm mkl (train.gemm); kept transposed weights: [0-9x,]*\(none\)\?, attention short' \
   eval_verbose.err || { cat eval_verbose.err; fail "evaluate --verbose: no set-up line"; }
 echo "ok: translate and evaluate --verbose: $(cat verbose.err)"
+expect_error "translate --verbose=maybe" "--verbose = maybe" "$TRANS" --config c.yaml --checkpoint run/avg.pt --verbose=maybe
 
 # Bad input: each refused, nothing overwritten.
 cp hyp.txt hyp.before
