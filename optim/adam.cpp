@@ -13,12 +13,12 @@ Adam::Adam(std::vector<std::pair<std::string, torch::Tensor>> named_params, cons
   }
 }
 
-void Adam::step(double lr) {
+void Adam::step(double lr, const std::vector<bool>& untouched) {
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> ps, gs, ms, vs, ss;
   for (size_t i = 0; i < params_.size(); ++i) {
     const torch::Tensor& p = params_[i].second;
-    if (!p.grad().defined()) continue;
+    if (!p.grad().defined() || (i < untouched.size() && untouched[i])) continue;
     ps.push_back(p);
     gs.push_back(p.grad());
     ms.push_back(exp_avg_[i]);

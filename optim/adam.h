@@ -15,8 +15,11 @@ class Adam {
  public:
   Adam(std::vector<std::pair<std::string, torch::Tensor>> named_params, const config::OptimConfig& cfg);
 
-  // One update with learning rate `lr` using the parameters' .grad.
-  void step(double lr);
+  // One update with learning rate `lr` using the parameters' .grad. A parameter whose entry in
+  // `untouched` is true keeps its value, moments and step count, as PyTorch's Adam leaves a
+  // parameter whose .grad is None (a layer LayerDrop skipped on every rank: without this its
+  // old momentum would still move it, and weight decay shrink it). Empty: every parameter.
+  void step(double lr, const std::vector<bool>& untouched = {});
   // Releases the gradients (undefined, as PyTorch's zero_grad(set_to_none=True)): the next
   // backward then hands each parameter its gradient tensor instead of adding it to a zeroed
   // one, which saves a fill and an add over every parameter per update. Whoever reads them

@@ -36,6 +36,24 @@ case $mode in
     run 1 reg_stop "${reg[@]}" --resume auto || fail "regularisers resume"
     grep -q "resumed from reg_stop/last.pt at update 4" reg_stop.log || { grep resumed reg_stop.log; fail "regularisers resume point"; }
     same reg_straight/last.pt reg_stop/last.pt
+    # LayerDrop: Adam leaves a layer that no micro-batch ran alone (as torch's AdamW a parameter
+    # whose .grad is None): its step count stays behind the update count, the same for every
+    # parameter of the layer, while the embedding's counts every update.
+    run 1 layerdrop "${reg[@]}" model.encoder_layerdrop=0.6 model.decoder_layerdrop=0.6 || fail "LayerDrop 0.6"
+    "$python" - layerdrop/last.pt <<'PY' || fail "LayerDrop: Adam moved a layer no micro-batch ran"
+import collections, sys, torch
+ck = torch.load(sys.argv[1], weights_only=True)
+steps = {name: int(s["step"].item()) for name, s in ck["optimizer"].items()}
+assert steps["embed.weight"] == ck["update"] == 10, (steps["embed.weight"], ck["update"])
+layers = collections.defaultdict(set)
+for name, step in steps.items():
+    if "_layers." in name:
+        layers[name.split(".")[0] + "." + name.split(".")[1]].add(step)
+assert set(layers) == {"encoder_layers.0", "decoder_layers.0"}, layers
+for layer, counts in layers.items():
+    assert len(counts) == 1 and 0 < min(counts) < 10, (layer, counts)
+print("LayerDrop step counts:", {layer: min(c) for layer, c in layers.items()}, "of 10 updates")
+PY
     # The oneDNN GEMM (train.gemm) resumes bit for bit; a run started on it and resumed under
     # auto keeps it (the checkpoint's library), whatever auto would have measured.
     run 1 gemm_straight train.gemm=onednn train.max_updates=8 || fail "onednn straight"

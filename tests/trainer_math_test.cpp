@@ -181,6 +181,38 @@ TEST(Adam, StateRoundTripsAndRejectsMismatch) {
   EXPECT_THROW(d.load_state_dict(a.state_dict()), std::runtime_error);
 }
 
+
+// A parameter marked untouched (its layer skipped by LayerDrop on every rank) keeps its value,
+// moments and step count, as torch.optim.AdamW leaves a parameter whose .grad is None; the same
+// parameter given a zero gradient instead is still moved by its momentum and its weight decay.
+TEST(Adam, UntouchedParametersKeepValueMomentsAndStep) {
+  torch::manual_seed(3);
+  auto skipped = torch::randn({4}).requires_grad_(true);
+  auto zeroed = skipped.detach().clone().requires_grad_(true);
+  auto reference = skipped.detach().clone().requires_grad_(true);
+  config::OptimConfig oc;
+  oc.weight_decay = 0.01;
+  Adam ours({{"skipped", skipped}, {"zeroed", zeroed}}, oc);
+  torch::optim::AdamW ref({reference}, torch::optim::AdamWOptions(1e-2).betas({0.9, 0.98}).eps(1e-9).weight_decay(0.01));
+  const auto first_grad = torch::randn({4});
+  for (auto* p : {&skipped, &zeroed, &reference}) p->mutable_grad() = first_grad.clone();
+  ours.step(1e-2);
+  ref.step();
+  const auto after_first = skipped.detach().clone();
+  const auto moments = ours.state_dict().at("skipped").at("exp_avg").clone();
+  // The second update: no backward reached either parameter.
+  skipped.mutable_grad() = torch::zeros({4});
+  zeroed.mutable_grad() = torch::zeros({4});
+  reference.mutable_grad() = torch::Tensor();
+  ours.step(1e-2, {true, false});
+  ref.step();
+  EXPECT_TRUE(skipped.equal(after_first));
+  EXPECT_TRUE(ours.state_dict().at("skipped").at("exp_avg").equal(moments));
+  EXPECT_EQ(ours.state_dict().at("skipped").at("step").item<double>(), 1.0);
+  EXPECT_EQ(ours.state_dict().at("zeroed").at("step").item<double>(), 2.0);
+  EXPECT_GT((zeroed - after_first).abs().max().item<double>(), 1e-5);  // moved by momentum alone
+  EXPECT_LT((skipped - reference).abs().max().item<double>(), 1e-7);   // PyTorch's None-grad semantics
+}
 }  // namespace
 }  // namespace nmt::trainer
 

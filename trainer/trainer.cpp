@@ -142,12 +142,13 @@ Trainer::StepResult Trainer::train_step(const std::vector<data::MicroBatch>& min
   std::vector<torch::Tensor> grads;
   for (auto& p : model_->parameters()) grads.push_back(p.grad());
   // Every rank holds the same reduced gradients and loss, so all reach the same verdict.
-  double norm = torch::linalg_vector_norm(torch::stack(torch::_foreach_norm(grads)), 2).item<double>();
+  const torch::Tensor grad_norms = torch::stack(torch::_foreach_norm(grads));
+  double norm = torch::linalg_vector_norm(grad_norms, 2).item<double>();
   if (skip_nonfinite_update(r, grads, norm, laps)) return r;
   r.grad_norm = norm;  // before clipping, after fp16 unscaling: what the metrics report
   clip_gradients(grads, norm);
   r.lr = schedule_.lr(update_ + 1);
-  optim_->step(r.lr);
+  optim_->step(r.lr, parameters_no_rank_reached(grad_norms));
   optim_->zero_grad();
   ++update_;
   laps.to(r.times.optimizer);
@@ -212,6 +213,18 @@ void Trainer::define_missing_gradients() {
   // rank whose micro-batches were all empty) gets zeros, which Adam and the all-reduce need.
   for (auto& p : model_->parameters())
     if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+}
+
+std::vector<bool> Trainer::parameters_no_rank_reached(const torch::Tensor& grad_norms) const {
+  // Under LayerDrop, a parameter whose all-reduced gradient is exactly zero belongs to a layer
+  // that every rank skipped in every micro-batch (define_missing_gradients gave it zeros): Adam
+  // must leave it alone. Without LayerDrop nothing is skipped, so other runs stay bitwise as
+  // they were even if a gradient happened to be zero.
+  const model::ModelConfig& c = model_->config();
+  if (c.encoder_layerdrop <= 0 && c.decoder_layerdrop <= 0) return {};
+  const torch::Tensor zero = grad_norms.eq(0).to(torch::kCPU).contiguous();
+  const bool* flags = zero.data_ptr<bool>();
+  return std::vector<bool>(flags, flags + zero.numel());
 }
 
 void Trainer::sum_losses_over_ranks(StepResult& r) {

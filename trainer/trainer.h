@@ -86,6 +86,9 @@ class Trainer {
   int64_t count_update_tokens(const std::vector<data::Batch>& batches);  // all ranks' target tokens
   void forward_backward(const std::vector<data::Batch>& batches, StepResult& r, Laps& laps);
   void define_missing_gradients();
+  // Per parameter, in model_->parameters() order: true where LayerDrop skipped its layer on
+  // every rank, so Adam leaves it untouched. Empty without LayerDrop.
+  std::vector<bool> parameters_no_rank_reached(const torch::Tensor& grad_norms) const;
   void sum_losses_over_ranks(StepResult& r);
   // fp16: unscales the gradients, or skips an overflowed update; fp32/bf16: applies
   // train.nonfinite. True when the update was skipped (and counted).
