@@ -101,7 +101,8 @@ import csv, json, os, subprocess, sys
 scorer, walls = sys.argv[1], {"a": float(sys.argv[2]), "b": float(sys.argv[3])}
 rows = list(csv.DictReader(open("sw/table.csv")))
 assert [r["point"] for r in rows] == ["a", "b"] and all(r["status"] == "finished" for r in rows), rows
-cpu = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
+info = dict((k.strip(), v.strip()) for k, _, v in (l.partition(":") for l in open("/proc/cpuinfo").read().split("\n\n")[0].splitlines()))
+cpu = f"{info['model name']} (family {info['cpu family']}, model {info['model']})"
 for row, max_updates in zip(rows, (100, 200)):
     p = row["point"]
     valid = [r for r in map(json.loads, open(f"sw/{p}/metrics.jsonl")) if r["event"] == "valid"]
@@ -133,6 +134,49 @@ grep -q "sweep.py: error: s2.sweep:4: point 'a': finished in sw/a with config c.
   || { cat s2.err; fail "changed overrides: message"; }
 keep | cmp -s - a_before.txt || fail "refused sweep touched point a"
 echo "ok: changed overrides of a finished point -> $(head -c 160 s2.err)"
+
+# --- The committed table beside the sweep file (s.csv, s.md) equals OUT's, and lets the sweep
+# go on elsewhere: with an empty --out (a new machine, runs/ gone) both points are skipped, none
+# is trained, and the rows stay as committed.
+cmp -s s.csv sw/table.csv && cmp -s s.md sw/table.md || fail "committed table differs from sw/table.*"
+cp s.csv committed_before.csv
+"${SWEEP[@]}" s.sweep --out sw_elsewhere > elsewhere.log 2>&1 || { cat elsewhere.log; fail "sweep on a new machine"; }
+grep -q "point a: finished in s.csv" elsewhere.log && grep -q "point b: finished in s.csv" elsewhere.log \
+  || { cat elsewhere.log; fail "committed points not skipped"; }
+[ ! -e sw_elsewhere/a ] && [ ! -e sw_elsewhere/b ] || fail "a committed point was run again"
+cmp -s s.csv committed_before.csv || { diff s.csv committed_before.csv; fail "committed rows changed"; }
+echo "ok: a sweep with an empty --out skips the points its committed table has finished, rows unchanged"
+# A committed row run with other overrides than the sweep file now gives: refused, exit 2.
+sed 's/^point b schedule.lr=0.003/point b schedule.lr=0.03/' s.sweep > s3.sweep
+cp s.csv s3.csv
+"${SWEEP[@]}" s3.sweep --out sw3 > s3.out 2> s3.err; rc=$?
+[ $rc -eq 2 ] && grep -q "s3.sweep:5: point 'b': finished in s3.csv with config c.yaml" s3.err \
+  || { cat s3.err; fail "changed overrides of a committed point: exit $rc"; }
+[ ! -e sw3 ] && cmp -s s3.csv s.csv || fail "refused sweep wrote sw3 or changed s3.csv"
+echo "ok: changed overrides of a committed point -> $(head -c 120 s3.err)"
+
+# --- Points that set data.* keys: their own shards, preprocessed once and shared by both; the
+# config's shards untouched; the table has the data columns.
+printf 'config c.yaml\ncommon train.max_updates=10\npoint v1 data.vocab_size=36\n%s\npoint base\n' \
+  'point v2 data.vocab_size=36 schedule.lr=0.003' > d.sweep
+"${SWEEP[@]}" d.sweep --out dw --shards dshards > d.log 2>&1 || { cat d.log; fail "data-key sweep"; }
+[ "$(grep -c 'preprocessing its data settings' d.log)" = 1 ] || { cat d.log; fail "expected one preprocess"; }
+own=$(ls -d dshards/*) && [ "$(echo "$own" | wc -l)" = 1 ] || fail "expected one shard directory: $own"
+case $own in dshards/de-en_unigram36_*) ;; *) fail "shard directory name: $own" ;; esac
+for p in v1 v2; do
+  grep -q "point $p: training: .* data.shard_dir=$own train.save_dir=dw/$p" d.log || { cat d.log; fail "$p not on $own"; }
+  grep -q "point $p: evaluating on val: .* data.shard_dir=$own train.save_dir=dw/$p" d.log || fail "$p not evaluated on $own"
+done
+grep "point base: training:" d.log | grep -q "data.shard_dir" && fail "point base given other shards"
+"$python" - "$own" <<'PY' || fail "data-key points: shards and table"
+import csv, json, sys
+assert json.load(open(f"{sys.argv[1]}/manifest.json"))["vocab_size"] == 36
+assert json.load(open("shards/manifest.json"))["vocab_size"] == 40  # the config's own shards
+rows = {r["point"]: r for r in csv.DictReader(open("d.csv"))}
+assert [rows[p]["vocab_size"] for p in ("v1", "v2", "base")] == ["36", "36", "40"], rows
+assert all(r["status"] == "finished" and r["spm_model_type"] == "unigram" for r in rows.values()), rows
+PY
+echo "ok: two points with data.vocab_size=36 share one preprocess into $own; the table has the data columns"
 
 # --- A point that fails: reported with its log, the next point still runs, exit 1.
 printf 'config c.yaml\ncommon train.max_updates=20\npoint broken data.shard_dir=no_shards\npoint fine\n' > f.sweep

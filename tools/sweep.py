@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Run a sweep of training runs one after another, evaluate each on val, and keep a table.
 
-    tools/sweep.py SWEEP_FILE [--out DIR] [--build DIR] [--dry-run]
+    tools/sweep.py SWEEP_FILE [--out DIR] [--build DIR] [--shards DIR] [--dry-run]
 
 SWEEP_FILE, one directive a line, `#` starts a comment (words are split as a shell does, so a
 value with spaces can be quoted):
@@ -33,18 +33,30 @@ For each point, in file order, in OUT/NAME (OUT defaults to runs/sweeps/<sweep f
 
 Selection is on val only: the sweep never decodes or scores the test set.
 
-OUT/table.md and OUT/table.csv (rewritten atomically when a point starts and ends; the markdown
-is also printed): point, status, overrides, updates, epochs, train wall time (s, summed over
+A point whose overrides set a data.* key that changes what preprocess writes (vocabulary size or
+type, languages, raw_dir, splits, num_shards, max_len) and no data.shard_dir of its own trains on
+shards made for it: SHARDS/<src>-<tgt>_<type><vocab>_<hash of those settings> (SHARDS:
+--shards, default runs/sweeps/shards), preprocessed once before its training (log
+OUT/NAME/preprocess.out) and reused by every point, of any sweep, with the same settings. Other
+points use the config's data.shard_dir as it is.
+
+OUT/table.md and OUT/table.csv, and the same two tables beside the sweep file (SWEEP_FILE's stem
+.md and .csv, to be committed), rewritten atomically when a point starts and ends (the markdown
+is also printed): point, status, overrides, vocabulary size and type, updates, epochs, train
+wall time (s, summed over
 every train process of the point, from metrics.jsonl), mean target tokens/s, best val loss and
 nll, val BLEU (averaged checkpoint, beam 5), val lc-tok BLEU, and the CPU model the point
 trained on.
 
 Rerunning the same command continues the sweep: finished points are skipped (their files are
-not touched); an interrupted point resumes with `train --resume auto` (or is only evaluated if
+not touched), and so are points the committed table beside the sweep file has finished with the
+same config, common line and overrides, so that a sweep goes on on another machine where OUT is
+gone (the table keeps their rows as committed); an interrupted point resumes with `train --resume auto` (or is only evaluated if
 its training had ended). A time budget counts per train process, so a resumed process gets
 train.max_minutes = the budget minus the training wall time already spent (metrics.jsonl).
 A point whose config or overrides in the sweep file differ from those it was started or
-finished with is refused (exit 2): rename it, or remove its directory to rerun it. An --out
+finished with (in OUT or in the committed table) is refused (exit 2): rename it, or remove its
+directory or its committed row to rerun it. An --out
 that exists, is not empty and holds no sweep's table.csv or NAME/sweep_point.json (a run,
 shards, raw data, anything else) is refused (exit 2): the sweep writes only where it wrote before.
 
@@ -61,6 +73,7 @@ import csv
 import ctypes
 import datetime
 import glob
+import hashlib
 import io
 import json
 import math
@@ -85,10 +98,18 @@ BEAM = 5
 LOG_TAIL_LINES = 12
 RESULT, STATE = "result.json", "sweep_point.json"
 SCORER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "score_lc_tok.py")
-COLUMNS = ("point", "status", "overrides", "updates", "epochs", "train_wall_s", "tgt_tokens_per_s",
-           "best_valid_loss", "best_valid_nll", "val_bleu", "val_lc_tok_bleu", "cpu")
-HEADERS = ("point", "status", "overrides", "updates", "epochs", "train wall s", "tgt tok/s", "best val loss",
-           "best val nll", "val BLEU (avg, beam 5)", "val lc-tok BLEU", "CPU")
+COLUMNS = ("point", "status", "overrides", "vocab_size", "spm_model_type", "updates", "epochs", "train_wall_s",
+           "tgt_tokens_per_s", "best_valid_loss", "best_valid_nll", "val_bleu", "val_lc_tok_bleu", "cpu")
+HEADERS = ("point", "status", "overrides", "vocab", "spm type", "updates", "epochs", "train wall s", "tgt tok/s",
+           "best val loss", "best val nll", "val BLEU (avg, beam 5)", "val lc-tok BLEU", "CPU")
+# The committed table (SWEEP_FILE's stem .csv beside it) also says what each row was run with,
+# so that a sweep continued on another machine knows which points it need not train again.
+CSV_COLUMNS = COLUMNS + ("config", "common")
+# The data.* keys whose value changes what `preprocess` writes. A point that overrides one gets
+# shards of its own, made once under --shards and shared by every point with the same values.
+PREPROCESS_KEYS = ("data.raw_dir", "data.src_lang", "data.tgt_lang", "data.train_split", "data.valid_split",
+                   "data.test_split", "data.spm_model", "data.vocab_size", "data.spm_model_type",
+                   "data.num_shards", "data.max_len")
 
 
 class SweepError(Exception):
@@ -298,16 +319,22 @@ def tail(path, lines=LOG_TAIL_LINES):
 
 
 def cpu_model():
-    """The "model name" of /proc/cpuinfo: speeds in the table depend on it."""
+    """The "model name" of /proc/cpuinfo with its family and model: speeds in the table depend on
+    it, and one name ("AMD EPYC" in a VM) can cover CPUs of twice the speed of one another."""
+    fields = {}
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
             for line in f:
                 key, _, value = line.partition(":")
-                if key.strip() == "model name":
-                    return value.strip()
+                if not key.strip():
+                    break  # the first processor's block is enough
+                fields.setdefault(key.strip(), value.strip())
     except OSError:
         pass
-    return "unknown"
+    name = fields.get("model name", "unknown")
+    if "cpu family" in fields and "model" in fields:
+        name += f" (family {fields['cpu family']}, model {fields['model']})"
+    return name
 
 
 # ---------------------------------------------------------------- metrics.jsonl
@@ -441,8 +468,11 @@ class Context:
     sweep: Sweep
     out: str
     build: str
+    shards: str = os.path.join("runs", "sweeps", "shards")  # where points' own shards go
     runner: Runner = field(default_factory=Runner)
     resolved: dict = field(default_factory=dict)  # point name -> {"section.key": value}
+    shard_dirs: dict = field(default_factory=dict)  # point name -> its own shards (data.* overrides)
+    committed: dict = field(default_factory=dict)  # point name -> its finished row of the committed table
     status: dict = field(default_factory=dict)    # point name -> "running" / "failed" in this run
     failures: list = field(default_factory=list)
     cpu: str = field(default_factory=cpu_model)
@@ -458,9 +488,15 @@ class Context:
         return os.path.join(self.out, point.name, name)
 
     def base_command(self, program, point):
-        """program --config C <common> <point> train.save_dir=OUT/NAME: train's and evaluate's."""
-        return [program, "--config", self.sweep.config, *self.sweep.overrides(point),
+        """program --config C <common> <point> [data.shard_dir=S] train.save_dir=OUT/NAME: the
+        command line of train, evaluate and preprocess (S: the point's own shards, if any)."""
+        own_shards = [f"data.shard_dir={self.shard_dirs[point.name]}"] if point.name in self.shard_dirs else []
+        return [program, "--config", self.sweep.config, *self.sweep.overrides(point), *own_shards,
                 f"train.save_dir={self.point_dir(point)}"]
+
+    def committed_table(self):
+        """The table committed beside the sweep file: SWEEP_FILE's stem + .csv / .md."""
+        return os.path.splitext(self.sweep.path)[0]
 
 
 def parse_printed_config(text):
@@ -496,9 +532,96 @@ def resolve_points(ctx):
         ctx.resolved[point.name] = parse_printed_config(proc.stdout)
 
 
+def data_settings(resolved):
+    """The preprocessing settings of a resolved config, in PREPROCESS_KEYS order."""
+    return {key: resolved.get(key) for key in PREPROCESS_KEYS}
+
+
+def own_shard_dir(ctx, point):
+    """SHARDS/<src>-<tgt>_<type><vocab>_<hash of every preprocessing setting>: one directory per
+    distinct data setting, so points (and sweeps) that agree on them share one preprocess."""
+    settings = data_settings(ctx.resolved[point.name])
+    digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:10]
+    name = (f"{settings['data.src_lang']}-{settings['data.tgt_lang']}_{settings['data.spm_model_type']}"
+            f"{settings['data.vocab_size']}_{digest}")
+    return os.path.join(ctx.shards, re.sub(r"[^A-Za-z0-9_.-]", "_", name))
+
+
+def assign_shard_dirs(ctx):
+    """Points whose overrides change what preprocess writes, and name no data.shard_dir of their
+    own, get SHARDS/<settings>; the others use the config's shard_dir as it is."""
+    for point in ctx.sweep.points:
+        keys = {word.split("=", 1)[0] for word in ctx.sweep.overrides(point)}
+        if keys & set(PREPROCESS_KEYS) and "data.shard_dir" not in keys:
+            ctx.shard_dirs[point.name] = own_shard_dir(ctx, point)
+
+
+def preprocess_command(ctx, point):
+    """preprocess's command for the point's own shards, or None when it has none or they exist."""
+    shard_dir = ctx.shard_dirs.get(point.name)
+    if shard_dir is None or os.path.isfile(os.path.join(shard_dir, "manifest.json")):
+        return None  # preprocess publishes manifest.json last: with it, the shards are complete
+    return ctx.base_command(ctx.binary("data", "preprocess"), point)
+
+
+def ensure_shards(ctx, point):
+    cmd, log = preprocess_command(ctx, point), ctx.path(point, "preprocess.out")
+    if cmd is None:
+        return
+    say(f"point {point.name}: preprocessing its data settings: {shlex.join(cmd)} > {log}")
+    with open(log, "wb") as out:
+        rc = ctx.runner.run(cmd, out, subprocess.STDOUT)
+    if rc != 0:
+        raise PointFailed(f"preprocess ended with {describe_exit(rc)}", log)
+
+
+# ---------------------------------------------------------------- the committed table
+
+def read_committed(ctx):
+    """{point: row} of the finished rows of the committed table, {} when there is none."""
+    path = ctx.committed_table() + ".csv"
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            rows = list(csv.DictReader(f))
+            header = rows[0].keys() if rows else []
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        raise SweepError(f"{path}: unreadable committed table ({e})") from None
+    if rows and not set(CSV_COLUMNS) <= set(header):
+        missing = ", ".join(c for c in CSV_COLUMNS if c not in header)
+        raise SweepError(f"{path}: not a sweep table of this version (no column {missing}); "
+                         f"move it away to start the table anew")
+    return {row["point"]: row for row in rows if row["status"] == "finished"}
+
+
+def committed_match(ctx, point):
+    """The committed finished row of the point, or None; SweepError when that row was run with
+    another config, common line or overrides than the sweep file gives now."""
+    row = ctx.committed.get(point.name)
+    if row is None:
+        return None
+    now = (ctx.sweep.config, shlex.join(ctx.sweep.common), shlex.join(point.overrides))
+    then = (row["config"], row["common"], row["overrides"])
+    if then != now:
+        raise SweepError(f"{ctx.sweep.where(point.line)}: point '{point.name}': finished in "
+                         f"{ctx.committed_table()}.csv with config {then[0]}, common '{then[1]}' and overrides "
+                         f"'{then[2]}', but the sweep file now gives config {now[0]}, common '{now[1]}' and "
+                         f"overrides '{now[2]}'; rename the point or delete its row to rerun it")
+    return row
+
+
+def finished_elsewhere(ctx, point):
+    """True when the committed table has the point finished and OUT holds nothing of it (a point
+    OUT has started or finished is continued or reported from OUT, as before)."""
+    local = any(os.path.exists(ctx.path(point, name)) for name in (RESULT, STATE))
+    return not local and point.name in ctx.committed
+
+
 def check_recorded_settings(ctx):
     """Refuse to continue or report a point started or finished with other settings."""
     for point in ctx.sweep.points:
+        committed_match(ctx, point)
         recorded = read_json(ctx.path(point, RESULT)) or read_json(ctx.path(point, STATE))
         where = f"{ctx.sweep.where(point.line)}: point '{point.name}'"
         if recorded is None:
@@ -676,6 +799,7 @@ def run_point(ctx, point):
     its presence means the point is finished."""
     state = load_state(ctx, point)
     save_state(ctx, point, state)
+    ensure_shards(ctx, point)
     if not state["trained"]:
         train_point(ctx, point, state)
     checkpoint, averaged = average_point(ctx, point)
@@ -696,6 +820,9 @@ def table_row(ctx, point):
     """The row's values: result.json's when finished, else what metrics.jsonl has so far."""
     result = read_json(ctx.path(point, RESULT))
     state = read_json(ctx.path(point, STATE)) or {}
+    resolved = ctx.resolved.get(point.name, {})
+    if finished_elsewhere(ctx, point):
+        return {**ctx.committed[point.name], "status": "finished"}  # as committed: trained elsewhere
     if result is not None:
         status, values = "finished", result
     else:
@@ -704,16 +831,18 @@ def table_row(ctx, point):
         status = ctx.status.get(point.name) or ("interrupted" if started else "pending")
     row = {key: values.get(key) for key in COLUMNS}
     row.update(point=point.name, status=status, overrides=shlex.join(point.overrides),
-               cpu=" + ".join(values.get("cpus") or state.get("cpus") or []))
+               vocab_size=resolved.get("data.vocab_size"), spm_model_type=resolved.get("data.spm_model_type"),
+               cpu=" + ".join(values.get("cpus") or state.get("cpus") or []),
+               config=ctx.sweep.config, common=shlex.join(ctx.sweep.common))
     return row
 
 
 def format_cell(key, value):
-    if value is None:
+    if value is None or value == "":
         return ""
     formats = {"train_wall_s": "{:.1f}", "tgt_tokens_per_s": "{:.0f}", "best_valid_loss": "{:.4f}",
                "best_valid_nll": "{:.4f}", "val_bleu": "{:.2f}", "val_lc_tok_bleu": "{:.2f}"}
-    text = formats[key].format(value) if key in formats else str(value)
+    text = formats[key].format(float(value)) if key in formats else str(value)  # a committed row: text
     return text.replace("|", "\\|")
 
 
@@ -732,17 +861,18 @@ def markdown_table(ctx, rows):
 def csv_table(rows):
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(COLUMNS)
+    writer.writerow(CSV_COLUMNS)
     for row in rows:
-        writer.writerow(["" if row[key] is None else row[key] for key in COLUMNS])
+        writer.writerow(["" if row[key] is None else row[key] for key in CSV_COLUMNS])
     return buffer.getvalue()
 
 
 def write_tables(ctx, show):
     rows = [table_row(ctx, point) for point in ctx.sweep.points]
-    markdown = markdown_table(ctx, rows)
-    write_atomic(os.path.join(ctx.out, "table.md"), markdown)
-    write_atomic(os.path.join(ctx.out, "table.csv"), csv_table(rows))
+    markdown, table = markdown_table(ctx, rows), csv_table(rows)
+    for stem in (os.path.join(ctx.out, "table"), ctx.committed_table()):
+        write_atomic(stem + ".md", markdown)
+        write_atomic(stem + ".csv", table)
     if show:
         print(markdown, flush=True)
 
@@ -752,6 +882,10 @@ def write_tables(ctx, show):
 def run_one(ctx, point, show):
     if os.path.exists(ctx.path(point, RESULT)):
         say(f"point {point.name}: finished ({ctx.path(point, RESULT)}), skipped")
+        return
+    if finished_elsewhere(ctx, point):
+        say(f"point {point.name}: finished in {ctx.committed_table()}.csv (on {ctx.committed[point.name]['cpu']}), "
+            f"skipped")
         return
     ctx.status[point.name] = "running"
     write_tables(ctx, show=False)
@@ -797,7 +931,13 @@ def dry_run(ctx):
         if os.path.exists(ctx.path(point, RESULT)):
             print(f"# point {point.name}: finished ({ctx.path(point, RESULT)}), skipped")
             continue
+        if finished_elsewhere(ctx, point):
+            print(f"# point {point.name}: finished in {ctx.committed_table()}.csv, skipped")
+            continue
         print(f"# point {point.name}:")
+        cmd = preprocess_command(ctx, point)
+        if cmd:
+            print(f"{shlex.join(cmd)} > {shlex.quote(ctx.path(point, 'preprocess.out'))} 2>&1")
         if (read_json(ctx.path(point, STATE)) or {}).get("trained"):
             print("# its training has ended: evaluation only")
         else:
@@ -821,6 +961,9 @@ def parse_args(argv):
     parser.add_argument("--out", metavar="DIR", help="where the run directories and tables go "
                                                      "(default runs/sweeps/<SWEEP_FILE's stem>)")
     parser.add_argument("--build", metavar="DIR", default="build", help="the build directory (default build)")
+    parser.add_argument("--shards", metavar="DIR", default=os.path.join("runs", "sweeps", "shards"),
+                        help="where points that override data.* preprocessing keys get their shards "
+                             "(default runs/sweeps/shards)")
     parser.add_argument("--dry-run", action="store_true", help="print the commands it would run; write nothing")
     return parser.parse_args(argv)
 
@@ -834,12 +977,15 @@ def main(argv=None):
     args = parse_args(argv)  # usage errors: argparse's message, exit 2
     out = args.out or os.path.join("runs", "sweeps", os.path.splitext(os.path.basename(args.sweep_file))[0])
     try:
-        ctx = Context(parse_sweep(args.sweep_file), out, args.build)
+        ctx = Context(parse_sweep(args.sweep_file), out, args.build, args.shards)
         check_out(ctx.out)
-        for folder, name in (("trainer", "train"), ("trainer", "average"), ("eval", "evaluate")):
+        for folder, name in (("trainer", "train"), ("trainer", "average"), ("eval", "evaluate"),
+                             ("data", "preprocess")):
             if not os.access(ctx.binary(folder, name), os.X_OK):
                 raise SweepError(f"{ctx.binary(folder, name)}: no such program (build first, or pass --build DIR)")
         resolve_points(ctx)
+        assign_shard_dirs(ctx)
+        ctx.committed = read_committed(ctx)
         check_recorded_settings(ctx)
         ctx.scorer_python = find_scorer_python()
     except SweepError as e:
