@@ -1,0 +1,111 @@
+"""One point run: train (or resume, within its time budget), average the last checkpoints,
+evaluate on val, score lc-tok BLEU, and record result.json last."""
+import datetime
+import json
+import os
+import re
+import shlex
+import subprocess
+
+from .bleu import first_bleu, lc_tok_point
+from .errors import PointFailed
+from .files import RESULT, write_atomic
+from .metrics import summarize_metrics
+from .runner import describe_exit, say
+from .shards import ensure_shards
+from .state import load_state, save_state
+
+UPDATE_FILE_RE = re.compile(r"update_(\d+)\.pt\Z")
+AVERAGE_LAST = 5
+BEAM = 5
+
+
+def train_command(ctx, point):
+    """train's command, or None when a time budget is already spent. train counts max_minutes
+    per process, so a resumed process gets what the earlier ones left."""
+    cmd = ctx.base_command(ctx.binary("trainer", "train"), point)
+    budget = float(ctx.resolved[point.name].get("train.max_minutes") or 0)
+    summary = summarize_metrics(ctx.path(point, "metrics.jsonl"))
+    spent = summary["train_wall_s"] / 60 if summary else 0.0
+    if budget > 0 and spent > 0:
+        left = budget - spent
+        if left <= 0:
+            return None
+        cmd.insert(-1, f"train.max_minutes={max(left, 0.001):.3f}")  # before save_dir; 0 = no limit
+    return cmd + ["--resume", "auto"]
+
+
+def train_point(ctx, point, state):
+    cmd = train_command(ctx, point)
+    log = ctx.path(point, "train.out")
+    if cmd is None:
+        say(f"point {point.name}: its time budget is spent (metrics.jsonl); evaluating what it trained")
+    else:
+        if ctx.cpu not in state["cpus"]:
+            state["cpus"].append(ctx.cpu)
+        save_state(ctx, point, state)
+        say(f"point {point.name}: training: {shlex.join(cmd)} >> {log}")
+        with open(log, "ab") as out:
+            rc = ctx.runner.run(cmd, out, subprocess.STDOUT)
+        if rc != 0:
+            raise PointFailed(f"train ended with {describe_exit(rc)}", log)
+    state["trained"] = True
+    save_state(ctx, point, state)
+
+
+def update_checkpoints(ctx, point):
+    return sorted(name for name in os.listdir(ctx.point_dir(point)) if UPDATE_FILE_RE.match(name))
+
+
+def average_point(ctx, point):
+    """The checkpoint to evaluate: the average of the newest min(5, available) update_N.pt, or
+    last.pt when there are fewer than 2."""
+    count = len(update_checkpoints(ctx, point))
+    if count < 2:
+        say(f"point {point.name}: {count} update_N.pt: evaluating last.pt")
+        return ctx.path(point, "last.pt"), 0
+    n = min(AVERAGE_LAST, count)
+    output, log = ctx.path(point, "averaged.pt"), ctx.path(point, "average.out")
+    cmd = [ctx.binary("trainer", "average"), "--output", output, "--last", str(n), ctx.point_dir(point)]
+    say(f"point {point.name}: averaging: {shlex.join(cmd)}")
+    with open(log, "wb") as out:
+        rc = ctx.runner.run(cmd, out, subprocess.STDOUT)
+    if rc != 0:
+        raise PointFailed(f"average ended with {describe_exit(rc)}", log)
+    return output, n
+
+
+def evaluate_command(ctx, point, checkpoint):
+    return ctx.base_command(ctx.binary("eval", "evaluate"), point) + [
+        "--checkpoint", checkpoint, "--split", "val", "--beam", str(BEAM), "--output", ctx.path(point, "val.hyp")]
+
+
+def evaluate_point(ctx, point, checkpoint):
+    cmd = evaluate_command(ctx, point, checkpoint)
+    stdout, stderr = ctx.path(point, "evaluate.out"), ctx.path(point, "evaluate.err")
+    say(f"point {point.name}: evaluating on val: {shlex.join(cmd)}")
+    with open(stdout, "wb") as out, open(stderr, "wb") as err:
+        rc = ctx.runner.run(cmd, out, err)
+    if rc != 0:
+        raise PointFailed(f"evaluate ended with {describe_exit(rc)}", stderr)
+    return first_bleu(stdout, "evaluate")
+
+
+def run_point(ctx, point):
+    """Train (or resume), average, evaluate on val, then record result.json: last, so that
+    its presence means the point is finished."""
+    state = load_state(ctx, point)
+    save_state(ctx, point, state)
+    ensure_shards(ctx, point)
+    if not state["trained"]:
+        train_point(ctx, point, state)
+    checkpoint, averaged = average_point(ctx, point)
+    bleu, bleu_line = evaluate_point(ctx, point, checkpoint)
+    lc_tok = lc_tok_point(ctx, point)
+    result = {"point": point.name, "config": ctx.sweep.config, "overrides": ctx.sweep.overrides(point),
+              "point_overrides": point.overrides, **summarize_metrics(ctx.path(point, "metrics.jsonl")),
+              "checkpoint": os.path.basename(checkpoint), "averaged_last": averaged, "beam": BEAM,
+              "val_bleu": bleu, "val_bleu_line": bleu_line, "val_lc_tok_bleu": lc_tok, "cpus": state["cpus"],
+              "finished": datetime.datetime.now().isoformat(timespec="seconds")}
+    write_atomic(ctx.path(point, RESULT), json.dumps(result, indent=1) + "\n")
+    return result

@@ -1,0 +1,60 @@
+"""A point's own shards: points that override data.* preprocessing keys get a directory named by
+those settings under --shards, preprocessed once and shared."""
+import hashlib
+import json
+import os
+import re
+import shlex
+import subprocess
+
+from .errors import PointFailed
+from .runner import describe_exit, say
+
+# The data.* keys whose value changes what `preprocess` writes. A point that overrides one gets
+# shards of its own, made once under --shards and shared by every point with the same values.
+PREPROCESS_KEYS = ("data.raw_dir", "data.src_lang", "data.tgt_lang", "data.train_split", "data.valid_split",
+                   "data.test_split", "data.spm_model", "data.vocab_size", "data.spm_model_type",
+                   "data.num_shards", "data.max_len")
+
+
+def data_settings(resolved):
+    """The preprocessing settings of a resolved config, in PREPROCESS_KEYS order."""
+    return {key: resolved.get(key) for key in PREPROCESS_KEYS}
+
+
+def own_shard_dir(ctx, point):
+    """SHARDS/<src>-<tgt>_<type><vocab>_<hash of every preprocessing setting>: one directory per
+    distinct data setting, so points (and sweeps) that agree on them share one preprocess."""
+    settings = data_settings(ctx.resolved[point.name])
+    digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:10]
+    name = (f"{settings['data.src_lang']}-{settings['data.tgt_lang']}_{settings['data.spm_model_type']}"
+            f"{settings['data.vocab_size']}_{digest}")
+    return os.path.join(ctx.shards, re.sub(r"[^A-Za-z0-9_.-]", "_", name))
+
+
+def assign_shard_dirs(ctx):
+    """Points whose overrides change what preprocess writes, and name no data.shard_dir of their
+    own, get SHARDS/<settings>; the others use the config's shard_dir as it is."""
+    for point in ctx.sweep.points:
+        keys = {word.split("=", 1)[0] for word in ctx.sweep.overrides(point)}
+        if keys & set(PREPROCESS_KEYS) and "data.shard_dir" not in keys:
+            ctx.shard_dirs[point.name] = own_shard_dir(ctx, point)
+
+
+def preprocess_command(ctx, point):
+    """preprocess's command for the point's own shards, or None when it has none or they exist."""
+    shard_dir = ctx.shard_dirs.get(point.name)
+    if shard_dir is None or os.path.isfile(os.path.join(shard_dir, "manifest.json")):
+        return None  # preprocess publishes manifest.json last: with it, the shards are complete
+    return ctx.base_command(ctx.binary("data", "preprocess"), point)
+
+
+def ensure_shards(ctx, point):
+    cmd, log = preprocess_command(ctx, point), ctx.path(point, "preprocess.out")
+    if cmd is None:
+        return
+    say(f"point {point.name}: preprocessing its data settings: {shlex.join(cmd)} > {log}")
+    with open(log, "wb") as out:
+        rc = ctx.runner.run(cmd, out, subprocess.STDOUT)
+    if rc != 0:
+        raise PointFailed(f"preprocess ended with {describe_exit(rc)}", log)

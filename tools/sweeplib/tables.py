@@ -1,0 +1,73 @@
+"""The table: a row per point (from result.json, metrics.jsonl or the committed table), written
+as markdown and csv to OUT and beside the sweep file."""
+import csv
+import io
+import os
+import shlex
+
+from .columns import COLUMNS, CSV_COLUMNS, HEADERS
+from .committed import finished_elsewhere
+from .files import RESULT, STATE, read_json, write_atomic
+from .metrics import summarize_metrics
+from .points import AVERAGE_LAST, BEAM
+
+
+def table_row(ctx, point):
+    """The row's values: result.json's when finished, else what metrics.jsonl has so far."""
+    result = read_json(ctx.path(point, RESULT))
+    state = read_json(ctx.path(point, STATE)) or {}
+    resolved = ctx.resolved.get(point.name, {})
+    if finished_elsewhere(ctx, point):
+        return {**ctx.committed[point.name], "status": "finished"}  # as committed: trained elsewhere
+    if result is not None:
+        status, values = "finished", result
+    else:
+        values = summarize_metrics(ctx.path(point, "metrics.jsonl")) or {}
+        started = os.path.isdir(ctx.point_dir(point))
+        status = ctx.status.get(point.name) or ("interrupted" if started else "pending")
+    row = {key: values.get(key) for key in COLUMNS}
+    row.update(point=point.name, status=status, overrides=shlex.join(point.overrides),
+               vocab_size=resolved.get("data.vocab_size"), spm_model_type=resolved.get("data.spm_model_type"),
+               cpu=" + ".join(values.get("cpus") or state.get("cpus") or []),
+               config=ctx.sweep.config, common=shlex.join(ctx.sweep.common))
+    return row
+
+
+def format_cell(key, value):
+    if value is None or value == "":
+        return ""
+    formats = {"train_wall_s": "{:.1f}", "tgt_tokens_per_s": "{:.0f}", "best_valid_loss": "{:.4f}",
+               "best_valid_nll": "{:.4f}", "val_bleu": "{:.2f}", "val_lc_tok_bleu": "{:.2f}"}
+    text = formats[key].format(float(value)) if key in formats else str(value)  # a committed row: text
+    return text.replace("|", "\\|")
+
+
+def markdown_table(ctx, rows):
+    sweep = ctx.sweep
+    lines = [f"# Sweep {sweep.path}", "",
+             f"Config `{sweep.config}`, common overrides `{shlex.join(sweep.common)}`, run directories "
+             f"{ctx.out}/NAME. Selection is on val only: BLEU of the average of the last min({AVERAGE_LAST}, "
+             f"available) update_N.pt (last.pt when fewer than 2), beam {BEAM}; the test set is not scored.", "",
+             "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
+    for row in rows:
+        lines.append("| " + " | ".join(format_cell(key, row[key]) for key in COLUMNS) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def csv_table(rows):
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for row in rows:
+        writer.writerow(["" if row[key] is None else row[key] for key in CSV_COLUMNS])
+    return buffer.getvalue()
+
+
+def write_tables(ctx, show):
+    rows = [table_row(ctx, point) for point in ctx.sweep.points]
+    markdown, table = markdown_table(ctx, rows), csv_table(rows)
+    for stem in (os.path.join(ctx.out, "table"), ctx.committed_table()):
+        write_atomic(stem + ".md", markdown)
+        write_atomic(stem + ".csv", table)
+    if show:
+        print(markdown, flush=True)
