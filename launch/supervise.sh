@@ -18,7 +18,7 @@
 #                       and mpirun's own codes: a rank killed, a node lost): rerun after S
 #                       seconds, S doubling up to --max-backoff; after N restarts give up with
 #                       the last error and its exit code
-# The codes are those of the README's "Errors and exit codes" table and cli/exit_codes.h: only
+# The codes are those of docs/USAGE.md's "Errors and exit codes" table and cli/exit_codes.h: only
 # the codes that say "the same command can never succeed" end at once; every other code may
 # be a fault that a rerun from the newest checkpoint gets past.
 # SIGINT/SIGTERM to the supervisor go to the job, which is then not restarted.
