@@ -1,5 +1,5 @@
 #pragma once
-// The exit codes of every executable (README, "Errors and exit codes"). A supervisor
+// The exit codes of every executable (docs/USAGE.md, "Errors and exit codes"). A supervisor
 // (launch/supervise.sh) restarts a job that ended with a fault and never one that was
 // refused for bad input: rerunning cannot fix a config.
 #include "dist/dist_error.h"
