@@ -1,6 +1,6 @@
 #pragma once
 // Holding back SIGINT, SIGTERM and SIGHUP while a temporary file or directory exists, so
-// that an interrupt cannot leave it behind (issue 15, class 9).
+// that an interrupt cannot leave it behind.
 //
 // Signal masks are per thread and LibTorch runs worker threads, so masking cannot hold a
 // process-directed signal back; instead a handler that only records the signal replaces

@@ -2,11 +2,11 @@
 // shapes, side by side in one process: MKL (LibTorch's torch::mm), oneDNN (dnnl_sgemm,
 // what train.gemm=onednn uses) and BLIS (cblas_sgemm of Debian's libblis.so.4, measured
 // only), for the recipe's shape (d_model 256, FFN 1024) and the tiny one (128, 256), both
-// with the 8k vocabulary, at ROWS tokens per micro-batch; plus the 2048^3 product the MFU
-// peak used to be taken from. Then each weight's forward as stored and on a transposed copy:
-// oneDNN's at ROWS rows with the copy made per call (training), and each library's at a
-// decoding step's 256 rows with the copy kept (decoding). One JSON line per shape set: GFLOP/s
-// of each library, and each product's figures under "products".
+// with the 8k vocabulary, at ROWS tokens per micro-batch; plus the 2048^3 product on which
+// `train --benchmark` measures the MFU peak. Then each weight's forward as stored and on a
+// transposed copy: oneDNN's at ROWS rows with the copy made per call (training), and each
+// library's at a decoding step's 256 rows with the copy kept (decoding). One JSON line per
+// shape set: GFLOP/s of each library, and each product's figures under "products".
 #include <ATen/Parallel.h>
 #include <dlfcn.h>
 #include <torch/torch.h>

@@ -146,7 +146,7 @@ Checkpoint load_checkpoint(const std::string& path) {
   }
   c.best_valid_loss = get<double>(d, "best_valid_loss", path);
   c.best_bleu = get<double>(d, "best_bleu", path);
-  // Added after format 1 was first written: optional, fp32 runs never need them.
+  // Optional: format-1 checkpoints may lack them; fp32 runs never need them.
   if (d.contains("loss_scale")) c.loss_scale = get<double>(d, "loss_scale", path);
   if (d.contains("loss_scale_good_steps")) c.loss_scale_good_steps = get<int64_t>(d, "loss_scale_good_steps", path);
   c.bad_validations = get<int64_t>(d, "bad_validations", path);

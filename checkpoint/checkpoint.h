@@ -9,6 +9,8 @@
 //   rng        {cpu: [uint8 tensor per rank], cuda: [uint8 tensor per rank] (empty on CPU)}
 //   best_valid_loss, best_bleu, loss_scale (float), bad_validations, loss_scale_good_steps (int),
 //   metrics (JSON string of history)
+//   gemm_backend (str: mkl | onednn, train.gemm's pick), gemm_transposed_forward (str: the
+//   out x in shapes whose forward ran on a transposed copy, "" for none); both optional on load
 // Written atomically (temporary file, fsync, rename, fsync of the directory) with a
 // SHA-256 sidecar `<file>.sha256` that load verifies.
 #include <torch/torch.h>

@@ -4,13 +4,13 @@
 // Why: Debian's libsentencepiece (0.1.97) and LibTorch's libc10 both export a global named
 // FLAGS_minloglevel: in sentencepiece a 32-byte absl::Flag<int> (vtable pointer first), in
 // c10 a 4-byte int. The dynamic linker binds every reference to the first definition in
-// the lookup scope, which was c10's, so sentencepiece's static constructor built its Flag
-// object over c10's int *and the 28 bytes after it*. One of those bytes is c10's
-// FLAGS_caffe2_use_fatal_for_enforce: it became true, and every failed CAFFE_ENFORCE (a
-// failed CPU allocation among them) called abort() with a backtrace instead of throwing an
-// exception that main turns into a message (issue 15, class 1).
+// the lookup scope, which, without this file, is c10's, so sentencepiece's static constructor
+// builds its Flag object over c10's int *and the 28 bytes after it*. One of those bytes is
+// c10's FLAGS_caffe2_use_fatal_for_enforce: it becomes true, and every failed CAFFE_ENFORCE
+// (a failed CPU allocation among them) calls abort() with a backtrace instead of throwing an
+// exception that main turns into a message.
 //
-// A definition in the executable comes first in the lookup scope, so both libraries now
+// A definition in the executable comes first in the lookup scope, so both libraries
 // bind to this buffer, big and aligned enough for sentencepiece's Flag. c10 reads its
 // FLAGS_minloglevel only when it parses command-line flags, which nmtrain never asks it to
 // do, so sentencepiece owns the buffer and c10's other flags stay as built.

@@ -24,7 +24,10 @@ inline torch::ScalarType wire_dtype(GradDtype d) {
 
 class GradReducer {
  public:
-  // `params` in model order; their .grad must be defined (zeros) before the first backward.
+  // `params` in model order. Their .grad need not exist before a backward, but must by finish():
+  // a bucket that starts during backward holds only gradients backward produced, while
+  // finish() reads every parameter's .grad (a parameter no backward reached needs zeros: the
+  // trainer's define_missing_gradients gives them before calling finish()).
   // `overlap` false: no bucket starts before finish() (dist.overlap, to measure what the
   // overlap with backward hides).
   // `rank_order`: buckets are summed with all_reduce_sum_rank_order (bitwise equal to one

@@ -1,5 +1,6 @@
 #pragma once
-// Masks and multi-head attention (LibTorch's fused scaled_dot_product_attention).
+// Masks and multi-head attention (train.attention's kernel: short_attention.h's or LibTorch's
+// scaled_dot_product_attention; decode_attention.h's in CPU decoding).
 // Mask convention throughout: bool, true = "may attend", broadcastable to
 // [batch, heads, query_len, key_len].
 #include <torch/torch.h>

@@ -3,7 +3,8 @@
 // Araabi & Monz 2020): a token's whole embedding (word dropout, Gal & Ghahramani 2016) and
 // a whole layer (LayerDrop, Fan et al. 2020). Both draw from LibTorch's default generators,
 // so they follow train.seed and the generator state a checkpoint restores, and both draw
-// nothing when p is 0: a configuration without them trains bitwise as before.
+// nothing when p is 0: a model with both at 0 draws the same random numbers as one without
+// these regularisers, so it trains bitwise the same.
 #include <torch/torch.h>
 
 namespace nmt::model {

@@ -10,7 +10,7 @@ namespace nmt::runtime {
 // train.cudnn_sdpa: let scaled_dot_product_attention pick cuDNN's kernel. Off by default:
 // with batches of varying shapes, cuDNN SDPA planned a new graph for every shape, and bf16
 // training on an H100 ran 12-30x slower than fp32, while PyTorch with cuDNN SDPA off ran
-// 10x faster (issue 11's measurements). Not measured since on a GPU.
+// 10x faster (one H100 measurement, not repeated).
 void configure_cuda_math(const config::TrainConfig& cfg);
 
 }  // namespace nmt::runtime

@@ -1,5 +1,5 @@
-// A failed allocation is one message and exit code 1, never abort() with a backtrace
-// (issue 15, class 1), and the symbol clash that turned it into abort() stays fixed
+// A failed allocation is one message and exit code 1, never abort() with a backtrace, and
+// the symbol clash that would turn it into abort() stays resolved
 // (data/sentencepiece_symbol_clash.cpp).
 #include <gtest/gtest.h>
 #include <sentencepiece_processor.h>
@@ -13,7 +13,7 @@
 
 TEST(OutOfMemory, SentencePieceLeavesLibTorchsEnforceFlagAlone) {
   // libsentencepiece is loaded and its static constructors have run (it is linked in);
-  // before the fix its FLAGS_minloglevel object was built over this flag and set it.
+  // were its FLAGS_minloglevel object built over c10's, it would set this flag.
   sentencepiece::SentencePieceProcessor loaded;
   (void)loaded;
   EXPECT_FALSE(FLAGS_caffe2_use_fatal_for_enforce);

@@ -1,5 +1,5 @@
 // data::SignalDeferral: a signal that arrives while a temporary exists is held back and
-// then delivered to whatever handled it before (issue 15, class 9).
+// then delivered to whatever handled it before.
 #include <gtest/gtest.h>
 
 #include <csignal>

@@ -1,7 +1,8 @@
 // Word dropout and LayerDrop (model/structured_dropout.h): whole-token and whole-layer
 // semantics checked element by element, drop rates against Bernoulli(p) statistics, the
 // model with every layer dropped against its embedding computed by hand, and p = 0
-// drawing nothing (so a configuration without them trains bitwise as before).
+// drawing nothing (so a configuration without them trains bitwise as if the regularisers did
+// not exist).
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -138,7 +139,8 @@ TEST(WordDropout, SourceAndTargetSidesAreSeparate) {
 }
 
 // The default model in training mode with dropout 0 draws no random number at all: the
-// regularisers at 0 leave the generator where it was, so other runs train as before.
+// regularisers at 0 leave the generator where it was, so other runs train bitwise as if the
+// regularisers did not exist.
 TEST(StructuredDropout, DefaultModelDrawsNothing) {
   torch::manual_seed(3);
   Transformer model(tiny_config());

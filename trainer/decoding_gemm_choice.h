@@ -7,8 +7,7 @@
 // each library train.gemm allows (both under auto), for 0.15 s each. The library is the one whose
 // better way per weight is faster in all (oneDNN by at least 5%, as in training); the plan,
 // the weights whose copy won by 5% under it. A job of seconds pays for this in its start-up:
-// about 0.2 s per library (2-core AMD EPYC), where training's measurement, which decoding
-// used before, took 1.9 s.
+// about 0.2 s per library (2-core AMD EPYC); timing training's shapes instead would take 1.9 s.
 #include "config/config.h"
 #include "dist/communicator.h"
 #include "model/model_config.h"

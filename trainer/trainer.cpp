@@ -218,8 +218,8 @@ void Trainer::define_missing_gradients() {
 std::vector<bool> Trainer::parameters_no_rank_reached(const torch::Tensor& grad_norms) const {
   // Under LayerDrop, a parameter whose all-reduced gradient is exactly zero belongs to a layer
   // that every rank skipped in every micro-batch (define_missing_gradients gave it zeros): Adam
-  // must leave it alone. Without LayerDrop nothing is skipped, so other runs stay bitwise as
-  // they were even if a gradient happened to be zero.
+  // must leave it alone. Without LayerDrop the list is empty: every parameter is stepped, even
+  // one whose gradient is exactly zero (as plain Adam does).
   const model::ModelConfig& c = model_->config();
   if (c.encoder_layerdrop <= 0 && c.decoder_layerdrop <= 0) return {};
   const torch::Tensor zero = grad_norms.eq(0).to(torch::kCPU).contiguous();

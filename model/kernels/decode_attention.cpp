@@ -68,8 +68,8 @@ template <int64_t kD>
 }
 
 // The one entry the CPU dispatch picks a clone for: everything above is inlined into each
-// clone, so a pair costs one indirect call rather than one per key (dot and axpy used to be
-// clones themselves, called per key: 8.5% of decoding at beam 5).
+// clone, so a pair costs one indirect call rather than one per key (were dot and axpy clones
+// of their own, each key would pay an indirect call: 8.5% of decoding at beam 5).
 NMT_CPU_CLONES void attend_one(const float* q, int64_t d, float scale, const PairKeys& pk, float* scores,
                                float* out) {
   if (d == 64)

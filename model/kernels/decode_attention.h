@@ -23,9 +23,9 @@ bool use_decode_attention(const torch::Tensor& q, const torch::Tensor& key_mask,
 // The self-attention of one decoding step over keys and values that never move: step s's
 // keys of every row sit in k[s] ([capacity, slot_rows, H * D], written once when the step ran)
 // and row r's ancestor at step s (beam search reorders hypotheses; finished sentences leave)
-// is history[r][s] (int32 [N, T], T = steps so far including this one). Beam search used to
-// reorder the whole cache every step (index_select) and grow it by concatenation: two copies
-// of every layer's keys and values per step, ~8% of decoding at beam 5. q: [N, H * D] with
+// is history[r][s] (int32 [N, T], T = steps so far including this one). Reordering the whole
+// cache every step (index_select) and growing it by concatenation would copy every layer's
+// keys and values twice per step (~8% of decoding at beam 5). q: [N, H * D] with
 // contiguous rows (a view of the fused projection qualifies). Returns [N, H * D].
 torch::Tensor decode_self_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                     const torch::Tensor& history, int64_t heads);

@@ -60,8 +60,7 @@ double gemm_flops_per_s(GemmBackend backend, const std::vector<GemmShape>& shape
 // buffers: a process's first calls run slow), then the two ways alternate call by call until
 // about `seconds` are spent, at least 3 runs each. The fastest run is what a product costs
 // when nothing else is running; a mean over a few runs lets one burst of noise on a shared
-// machine decide (start-up once picked MKL, 0.89x of oneDNN in training, on a machine where
-// oneDNN won every other start).
+// machine decide (a mean can pick a library 0.89x as fast as the other in training).
 std::vector<std::array<double, 2>> fastest_of_two_ways(size_t count, double seconds,
                                                        const std::function<void(size_t, int)>& run);
 
