@@ -29,19 +29,11 @@ std::string signal_name(int signal) {
 
 SignalDeferral::SignalDeferral() : outer_pending_(g_pending), unwinding_at_start_(std::uncaught_exceptions()) {
   g_pending = 0;
-  struct sigaction sa {};
-  sa.sa_handler = record;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
-  sigaction(SIGINT, &sa, &old_int_);
-  sigaction(SIGTERM, &sa, &old_term_);
-  sigaction(SIGHUP, &sa, &old_hup_);
+  handlers_.install(record, {SIGINT, SIGTERM, SIGHUP});
 }
 
 SignalDeferral::~SignalDeferral() {
-  sigaction(SIGINT, &old_int_, nullptr);
-  sigaction(SIGTERM, &old_term_, nullptr);
-  sigaction(SIGHUP, &old_hup_, nullptr);
+  handlers_.restore();  // before the raise below, which must meet the previous handlers
   const int sig = g_pending;
   g_pending = outer_pending_;
   // While an exception unwinds (Interrupted, or any error) the caller reports it; raising

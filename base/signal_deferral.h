@@ -17,6 +17,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "base/signal_handlers.h"
+
 namespace nmt::data {
 
 class Interrupted : public std::runtime_error {
@@ -40,7 +42,7 @@ class SignalDeferral {
   void throw_if_pending(const std::string& doing) const;
 
  private:
-  struct sigaction old_int_ {}, old_term_ {}, old_hup_ {};
+  base::SignalHandlers handlers_;
   int outer_pending_ = 0;  // a nested guard's view of what its enclosing one had recorded
   int unwinding_at_start_ = 0;
 };

@@ -8,23 +8,13 @@ void on_signal(int sig) { g_received = sig; }
 
 StopSignal::StopSignal() {
   g_received = 0;
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
-  sigaction(SIGUSR1, &sa, &old_usr1_);
-  sigaction(SIGTERM, &sa, &old_term_);
+  handlers_.install(on_signal, {SIGUSR1, SIGTERM});
   // Ctrl-C stops as gracefully (no checkpoint write cut in half, no temporary left); a
   // second Ctrl-C finds the default action back and ends the process at once.
-  sa.sa_flags = SA_RESTART | SA_RESETHAND;
-  sigaction(SIGINT, &sa, &old_int_);
+  handlers_.install(on_signal, {SIGINT}, SA_RESETHAND);
 }
 
-StopSignal::~StopSignal() {
-  sigaction(SIGUSR1, &old_usr1_, nullptr);
-  sigaction(SIGTERM, &old_term_, nullptr);
-  sigaction(SIGINT, &old_int_, nullptr);
-}
+StopSignal::~StopSignal() = default;  // handlers_ puts the previous actions back
 
 int StopSignal::received() const { return g_received; }
 

@@ -6,6 +6,8 @@
 // process-wide flag behind this class.
 #include <csignal>
 
+#include "base/signal_handlers.h"
+
 namespace nmt::trainer {
 
 class StopSignal {
@@ -18,7 +20,7 @@ class StopSignal {
   int received() const;
 
  private:
-  struct sigaction old_usr1_ {}, old_term_ {}, old_int_ {};
+  base::SignalHandlers handlers_;
 };
 
 }  // namespace nmt::trainer

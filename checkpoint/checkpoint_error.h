@@ -1,12 +1,10 @@
 #pragma once
-#include <stdexcept>
+#include "base/input_error.h"
 
 namespace nmt::checkpoint {
 
 // A checkpoint that cannot be read or written; the message names the path and the field.
-class CheckpointError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+struct CheckpointErrorTag;
+using CheckpointError = base::ErrorOf<CheckpointErrorTag>;
 
 }  // namespace nmt::checkpoint

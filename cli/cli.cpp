@@ -7,12 +7,9 @@
 
 #include <c10/util/Exception.h>
 
-#include "base/file_error.h"
+#include "base/input_error.h"
 #include "base/signal_deferral.h"
-#include "checkpoint/checkpoint_error.h"
 #include "cli/exit_codes.h"
-#include "config/config_error.h"
-#include "data/data_error.h"
 #include "dist/dist_error.h"
 
 namespace nmt::cli {
@@ -78,13 +75,7 @@ int run_main(const std::string& program, const std::function<int()>& body) {
   };
   try {
     return body();
-  } catch (const config::ConfigError& e) {
-    return report(e, kExitBadInput);
-  } catch (const data::DataError& e) {
-    return report(e, kExitBadInput);
-  } catch (const checkpoint::CheckpointError& e) {
-    return report(e, kExitBadInput);
-  } catch (const base::FileError& e) {
+  } catch (const base::InputError& e) {  // a config, data, checkpoint or file error: the user's to fix
     return report(e, kExitBadInput);
   } catch (const dist::DistError& e) {
     return report(e, kExitFault);

@@ -1,13 +1,10 @@
 #pragma once
-#include <stdexcept>
-#include <string>
+#include "base/input_error.h"
 
 namespace nmt::config {
 
 // A configuration problem; the message names the key, the value, and where it was set.
-class ConfigError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+struct ConfigErrorTag;
+using ConfigError = base::ErrorOf<ConfigErrorTag>;
 
 }  // namespace nmt::config

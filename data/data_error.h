@@ -1,13 +1,10 @@
 #pragma once
 // The data layer's exception: every message names the file (and field or line) at fault.
-#include <stdexcept>
-#include <string>
+#include "base/input_error.h"
 
 namespace nmt::data {
 
-class DataError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+struct DataErrorTag;
+using DataError = base::ErrorOf<DataErrorTag>;
 
 }  // namespace nmt::data
