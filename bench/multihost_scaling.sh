@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Scaling across hosts over capped links: 2 network-namespace hosts x 1 rank
-# (launch/netns_cluster.sh, real TCP between them) against 1 rank alone and 2 ranks on one
-# host, with each host's link capped by tc (tbf, both directions). For every link: target
-# tokens/s, the per-update time split into compute and exposed communication (the time
-# ranks wait for reductions after backward), with the bucketed overlap on and off, and
+# (tests/cluster/netns_cluster.sh, real TCP between them) against 1 rank alone and 2 ranks
+# on one host, with each host's link capped by tc (tbf, both directions). For every link:
+# target tokens/s, the per-update time split into compute and exposed communication (the
+# time ranks wait for reductions after backward), with the bucketed overlap on and off, and
 # with gradients sent in bf16 (dist.grad_dtype). Prints one JSON line per run, then a table.
 #
 #   sudo bench/multihost_scaling.sh [--updates N] [--warmup W] [--links "unlimited 10gbit 1gbit 100mbit"]
@@ -26,7 +26,7 @@ done
 [[ $updates =~ ^[1-9][0-9]*$ ]] || { echo "$0: --updates must be a positive integer" >&2; exit 2; }
 [[ $warmup =~ ^[0-9]+$ ]] || { echo "$0: --warmup must be an integer >= 0" >&2; exit 2; }
 if [ -z "${inner:-}" ]; then
-  exec bash "$root/launch/netns_cluster.sh" run 2 --slots 1 -- \
+  exec bash "$root/tests/cluster/netns_cluster.sh" run 2 --slots 1 -- \
     bash "$0" --inner --updates "$updates" --warmup "$warmup" --links "$links" --config "$config" "$@"
 fi
 

@@ -40,9 +40,10 @@ DEBIAN_PACKAGES=(
   libssl-dev zlib1g-dev
   iproute2 util-linux  # ip netns, tc, unshare: the multi-host tests' namespace cluster
 )
-# The Slurm tests' cluster (launch/slurm_cluster.sh) needs Slurm's daemons and munge, which
-# a machine that trains should not get as a side effect (on a systemd host they would start,
-# and a site's own Slurm may be shadowed): only the test command (run_tests.sh) asks for them.
+# The Slurm tests' cluster (tests/cluster/slurm_cluster.sh) needs Slurm's daemons and munge,
+# which a machine that trains should not get as a side effect (on a systemd host they would
+# start, and a site's own Slurm may be shadowed): only the test command (run_tests.sh) asks
+# for them.
 if [ "${NMTRAIN_WITH_SLURM:-0}" = 1 ]; then
   DEBIAN_PACKAGES+=(slurmctld slurmd slurm-client munge)
 fi

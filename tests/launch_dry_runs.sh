@@ -20,11 +20,11 @@ if bash "$root/launch/supervise.sh" --max-restarts 2 --backoff 0 -- bash -c 'exi
 n=$(bash "$root/launch/supervise.sh" --max-restarts 2 --backoff 0 -- bash -c 'echo "x: error: boom" >&2; exit 3' 2>&1 | grep -c "attempt " || true)
 [ "$n" = 3 ] || fail "supervise: expected 3 attempts of a faulting job, got $n"
 # The namespace cluster refuses bad arguments before touching the network (exit 2, named).
-out=$(bash "$root/launch/netns_cluster.sh" up 0 2>&1) && fail "netns_cluster: 0 hosts accepted"
+out=$(bash "$root/tests/cluster/netns_cluster.sh" up 0 2>&1) && fail "netns_cluster: 0 hosts accepted"
 [[ $out == *"host count must be 1..200, got '0'"* ]] || fail "netns_cluster host count: $out"
-out=$(bash "$root/launch/netns_cluster.sh" run 2 --slots x -- true 2>&1) && fail "netns_cluster: bad --slots accepted"
+out=$(bash "$root/tests/cluster/netns_cluster.sh" run 2 --slots x -- true 2>&1) && fail "netns_cluster: bad --slots accepted"
 [[ $out == *"--slots must be a positive integer, got 'x'"* ]] || fail "netns_cluster --slots: $out"
-out=$(bash "$root/launch/netns_cluster.sh" frobnicate 2>&1) && fail "netns_cluster: unknown verb accepted"
+out=$(bash "$root/tests/cluster/netns_cluster.sh" frobnicate 2>&1) && fail "netns_cluster: unknown verb accepted"
 [[ $out == *"usage:"* ]] || fail "netns_cluster usage: $out"
 # The quickstart refuses a CONFIG that is not a file before installing or building anything.
 rc=0
@@ -32,5 +32,7 @@ out=$(CONFIG=/no/such/recipe.yaml RUN_DIR=/no/such/run bash "$root/launch/quicks
 [ $rc = 2 ] || fail "quickstart: bad CONFIG exit $rc (expected 2)"
 [[ $out == "quickstart.sh: error: CONFIG '/no/such/recipe.yaml' is not a file" ]] || fail "quickstart CONFIG: $out"
 [ ! -e /no/such/run ] || fail "quickstart: bad CONFIG created its run directory"
-for s in gpu_smoke.sh quickstart.sh setup.sh build.sh run_tests.sh netns_cluster.sh netns_rsh.sh supervise.sh; do bash -n "$root/launch/$s" || fail "syntax: $s"; done
+for s in launch/{quickstart,setup,build,run_tests,supervise}.sh tests/runners/gpu_smoke.sh tests/cluster/netns_{cluster,rsh}.sh; do
+  bash -n "$root/$s" || fail "syntax: $s"
+done
 echo "launch dry runs: passed"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Multi-host jobs on a cluster of network-namespace hosts (launch/netns_cluster.sh: real
-# TCP between hosts, one orted per host), one ctest entry per mode:
+# Multi-host jobs on a cluster of network-namespace hosts (tests/cluster/netns_cluster.sh:
+# real TCP between hosts, one orted per host), one ctest entry per mode:
 #   equivalence   2 hosts x 2 ranks == 1 host x 4 ranks == 1 rank with update_freq 4, bitwise
 #   kill          a rank SIGKILLed mid-training
 #   stop          a rank SIGSTOPped (hung): the watchdog ends the job; time from SIGSTOP printed
@@ -16,7 +16,7 @@
 set -uo pipefail
 build=$1 python=$2 mode=$3
 here=$(cd "$(dirname "$0")" && pwd)
-cluster=$here/../launch/netns_cluster.sh
+cluster=$here/cluster/netns_cluster.sh
 
 if [ -z "${NETNS_HOSTFILE:-}" ]; then
   # Outside the cluster: make it, run this script inside, and prove it was torn down.
@@ -125,7 +125,7 @@ case $mode in
   cut)
     cut() { ip link set "${LINKS[1]}" down; }
     heal() { ip link set "${LINKS[1]}" up; sleep 1; }
-    # mpirun's keepalives (launch/netns_cluster.sh) notice the lost host first; the
+    # mpirun's keepalives (tests/cluster/netns_cluster.sh) notice the lost host first; the
     # watchdog is the backstop where only the data connections break.
     fault cut cut "lost communication with a remote daemon|Remote daemon: .* on node nmt-h1|did not complete within dist.timeout_s = $timeout_s s.*did not arrive.*nmt-h1" heal
     ;;

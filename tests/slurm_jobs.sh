@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # launch/slurm_train.sbatch on a real Slurm cluster of two network-namespace nodes
-# (launch/slurm_cluster.sh: munged, slurmctld, one slurmd per node, TCP between nodes),
-# one ctest entry per mode:
+# (tests/cluster/slurm_cluster.sh: munged, slurmctld, one slurmd per node, TCP between
+# nodes), one ctest entry per mode:
 #   equivalence   sbatch -N2 --ntasks-per-node=2, with srun --mpi=pmix and with mpirun
 #                 inside the allocation, == 1 node x 4 == 1 rank with update_freq 4, bitwise;
 #                 threads from --cpus-per-task; errors name the Slurm node (the machines'
@@ -23,7 +23,7 @@
 set -uo pipefail
 build=$(cd "$1" && pwd) python=$2 mode=$3
 here=$(cd "$(dirname "$0")" && pwd)
-cluster=$here/../launch/slurm_cluster.sh
+cluster=$here/cluster/slurm_cluster.sh
 sbatch_script=$here/../launch/slurm_train.sbatch
 
 # Processes of the cluster or of the jobs, if any are alive: the daemons by the cluster's

@@ -4,10 +4,10 @@
 # code path as separate machines: one orted per host, TCP between hosts, shared memory
 # only inside a host). For tests and link experiments (tc, link cuts); needs root.
 #
-#   launch/netns_cluster.sh run H [--slots S] -- COMMAND...   up, run COMMAND, always down
-#   launch/netns_cluster.sh up H [--slots S]                  create (prints the env to eval)
-#   launch/netns_cluster.sh down                              remove, killing what runs inside
-#   launch/netns_cluster.sh check                             exit 0 if namespaces can be made here
+#   tests/cluster/netns_cluster.sh run H [--slots S] -- COMMAND...   up, run COMMAND, always down
+#   tests/cluster/netns_cluster.sh up H [--slots S]                  create (prints the env to eval)
+#   tests/cluster/netns_cluster.sh down                              remove, killing what runs inside
+#   tests/cluster/netns_cluster.sh check                             exit 0 if namespaces can be made here
 #
 # Inside `run`, COMMAND sees:
 #   NETNS_HOSTFILE   Open MPI hostfile (one line per host, `slots=S`)
@@ -22,6 +22,8 @@
 # the host they run on). The bridge (root namespace) is 10.77.0.254: mpirun runs there.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=tests/cluster/cluster_common.sh
+source "$here/cluster_common.sh"  # cluster_run: the `run` verb
 prefix=${NETNS_PREFIX:-nmt}
 subnet=${NETNS_SUBNET:-10.77.0}
 bridge=${prefix}-br0
@@ -110,27 +112,12 @@ case $cmd in
   down) down ;;
   up | run)
     [ $# -ge 1 ] || die "usage: $0 $cmd H [--slots S]${cmd/up/}${cmd/run/ -- COMMAND...}"
-    hosts=$1 slots=1
-    shift
-    if [ "${1:-}" = "--slots" ]; then
-      [ $# -ge 2 ] || die "--slots needs a value"
-      slots=$2
-      shift 2
-    fi
+    cluster_size --slots 1 "$@"  # hosts, per_host (slots), rest
     if [ "$cmd" = up ]; then
-      up "$hosts" "$slots"
+      up "$hosts" "$per_host"
       exit 0
     fi
-    [ "${1:-}" = "--" ] && shift
-    [ $# -ge 1 ] || die "run: no command after --"
-    # Torn down on every exit path, a failed or interrupted command included.
-    trap down EXIT
-    trap 'exit 130' INT TERM
-    env_lines=$(up "$hosts" "$slots") || exit $?
-    eval "$env_lines"
-    set +e
-    "$@"
-    exit $?
+    cluster_run "$hosts" "$per_host" "${rest[@]}"
     ;;
   *) die "usage: $0 run H [--slots S] -- COMMAND... | up H [--slots S] | down | check" ;;
 esac

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Open MPI's remote-shell agent for launch/netns_cluster.sh (plm_rsh_agent): where ssh
-# would log into HOST, this runs the command inside HOST's network namespace, with HOST
-# as its hostname and a mount namespace of its own, as ssh would run it there.
+# Open MPI's remote-shell agent for tests/cluster/netns_cluster.sh (plm_rsh_agent):
+# where ssh would log into HOST, this runs the command inside HOST's network namespace,
+# with HOST as its hostname and a mount namespace of its own, as ssh would run it there.
 # If the cluster's state directory holds `setup-HOST.sh`, it runs first, inside those
 # namespaces: tests use it to give one host a different view of the filesystem (a
 # storage that is not shared), as separate machines would have.

@@ -3,9 +3,9 @@
 # and the readers' fuzzer, built with AddressSanitizer + UndefinedBehaviorSanitizer in
 # build-asan/ and run once: any memory error or undefined behaviour fails. Part of the
 # test command (launch/run_tests.sh); NMTRAIN_SANITIZE=0 there skips it.
-#   launch/sanitize_tests.sh [FUZZ_ROUNDS]     (default 1000 rounds per reader, seed 1)
+#   tests/runners/sanitize_tests.sh [FUZZ_ROUNDS]     (default 1000 rounds per reader, seed 1)
 set -euo pipefail
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 rounds=${1:-1000}
 env_lines=$(bash "$root/launch/setup.sh")
 eval "$env_lines"

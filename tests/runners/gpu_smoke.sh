@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # On a machine with GPUs: build, run the NCCL backend tests on every local GPU, and a few
-# CUDA training updates on 1 and on all GPUs.   bash launch/gpu_smoke.sh
+# CUDA training updates on 1 and on all GPUs.   bash tests/runners/gpu_smoke.sh
 set -euo pipefail
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 eval "$(bash "$root/launch/build.sh")"
 b=$NMTRAIN_BUILD
 gpus=$(nvidia-smi -L | wc -l)
