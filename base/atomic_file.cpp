@@ -83,7 +83,7 @@ void publish(const fs::path& tmp, const std::string& path) {
 void atomic_write(const std::string& path, const std::vector<char>& bytes, const std::function<void()>& before_rename) {
   // An interrupt during the write waits until the file is published (or removed): it
   // cannot leave a temporary behind, and takes effect right after.
-  data::SignalDeferral interrupts;
+  SignalDeferral interrupts;
   const fs::path tmp = write_synced_temp(path, bytes);
   if (before_rename) before_rename();
   publish(tmp, path);

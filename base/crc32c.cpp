@@ -2,7 +2,7 @@
 
 #include <array>
 
-namespace nmt::trainer {
+namespace nmt::base {
 namespace {
 
 constexpr uint32_t kPolynomial = 0x82F63B78u;  // 0x1EDC6F41, bit-reversed
@@ -33,4 +33,4 @@ uint32_t masked_crc32c(const void* data, size_t size) {
   return ((c >> 15) | (c << 17)) + 0xA282EAD8u;
 }
 
-}  // namespace nmt::trainer
+}  // namespace nmt::base

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace nmt::trainer {
+namespace nmt::base {
 
 uint32_t crc32c(const void* data, size_t size);
 
@@ -14,4 +14,4 @@ uint32_t crc32c(const void* data, size_t size);
 // CRCs is not degenerate: rotate right by 15 bits and add a constant.
 uint32_t masked_crc32c(const void* data, size_t size);
 
-}  // namespace nmt::trainer
+}  // namespace nmt::base

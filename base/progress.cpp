@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-namespace nmt::data {
+namespace nmt::base {
 
 std::string format_duration(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";
@@ -53,4 +53,4 @@ void Progress::finish() {
   if (tty_) std::fputc('\n', out_);
 }
 
-}  // namespace nmt::data
+}  // namespace nmt::base

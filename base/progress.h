@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <string>
 
-namespace nmt::data {
+namespace nmt::base {
 
 class Progress {
  public:
@@ -26,4 +26,4 @@ class Progress {
 
 std::string format_duration(double seconds);
 
-}  // namespace nmt::data
+}  // namespace nmt::base

@@ -8,7 +8,7 @@
 
 #include "base/file_error.h"
 
-namespace nmt::data {
+namespace nmt::base {
 namespace {
 
 struct DigestDeleter {
@@ -19,7 +19,7 @@ class Sha256 {
  public:
   Sha256() : ctx_(EVP_MD_CTX_new()) {
     if (!ctx_ || EVP_DigestInit_ex(ctx_.get(), EVP_sha256(), nullptr) != 1)
-      throw base::FileError("sha256: cannot initialise OpenSSL digest");
+      throw FileError("sha256: cannot initialise OpenSSL digest");
   }
   void update(const void* data, size_t n) { EVP_DigestUpdate(ctx_.get(), data, n); }
   std::string hex() {
@@ -49,13 +49,13 @@ std::string sha256_hex(std::string_view bytes) {
 
 std::string sha256_file(const std::string& path) {
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!f) throw base::FileError(path + ": cannot open for checksum");
+  if (!f) throw FileError(path + ": cannot open for checksum");
   Sha256 h;
   std::array<char, 1 << 16> buf{};
   size_t n;
   while ((n = std::fread(buf.data(), 1, buf.size(), f.get())) > 0) h.update(buf.data(), n);
-  if (std::ferror(f.get())) throw base::FileError(path + ": read error while checksumming");
+  if (std::ferror(f.get())) throw FileError(path + ": read error while checksumming");
   return h.hex();
 }
 
-}  // namespace nmt::data
+}  // namespace nmt::base

@@ -3,10 +3,10 @@
 #include <string>
 #include <string_view>
 
-namespace nmt::data {
+namespace nmt::base {
 
 std::string sha256_hex(std::string_view bytes);
 // Throws base::FileError naming `path` if it cannot be read.
 std::string sha256_file(const std::string& path);
 
-}  // namespace nmt::data
+}  // namespace nmt::base

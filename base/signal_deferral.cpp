@@ -3,7 +3,7 @@
 #include <cstring>
 #include <exception>
 
-namespace nmt::data {
+namespace nmt::base {
 namespace {
 
 volatile std::sig_atomic_t g_pending = 0;
@@ -47,4 +47,4 @@ void SignalDeferral::throw_if_pending(const std::string& doing) const {
   if (const int sig = g_pending; sig != 0) throw Interrupted(sig, doing + ": interrupted by " + signal_name(sig));
 }
 
-}  // namespace nmt::data
+}  // namespace nmt::base

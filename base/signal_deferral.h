@@ -19,7 +19,7 @@
 
 #include "base/signal_handlers.h"
 
-namespace nmt::data {
+namespace nmt::base {
 
 class Interrupted : public std::runtime_error {
  public:
@@ -42,7 +42,7 @@ class SignalDeferral {
   void throw_if_pending(const std::string& doing) const;
 
  private:
-  base::SignalHandlers handlers_;
+  SignalHandlers handlers_;
   int outer_pending_ = 0;  // a nested guard's view of what its enclosing one had recorded
   int unwinding_at_start_ = 0;
 };
@@ -50,4 +50,4 @@ class SignalDeferral {
 // "SIGINT", "SIGTERM", ... or "signal N".
 std::string signal_name(int signal);
 
-}  // namespace nmt::data
+}  // namespace nmt::base

@@ -1,7 +1,7 @@
 #pragma once
 #include <cstdint>
 
-namespace nmt::data {
+namespace nmt::base {
 
 // splitmix64: a tiny, well-mixed generator whose output is fixed by its definition, so a
 // plan is the same with every compiler and standard library (std::shuffle is not).
@@ -23,4 +23,4 @@ struct SplitMix64 {
   }
 };
 
-}  // namespace nmt::data
+}  // namespace nmt::base

@@ -1,6 +1,6 @@
 #include "base/stop_signal.h"
 
-namespace nmt::trainer {
+namespace nmt::base {
 namespace {
 volatile std::sig_atomic_t g_received = 0;
 void on_signal(int sig) { g_received = sig; }
@@ -18,4 +18,4 @@ StopSignal::~StopSignal() = default;  // handlers_ puts the previous actions bac
 
 int StopSignal::received() const { return g_received; }
 
-}  // namespace nmt::trainer
+}  // namespace nmt::base

@@ -8,7 +8,7 @@
 
 #include "base/signal_handlers.h"
 
-namespace nmt::trainer {
+namespace nmt::base {
 
 class StopSignal {
  public:
@@ -20,7 +20,7 @@ class StopSignal {
   int received() const;
 
  private:
-  base::SignalHandlers handlers_;
+  SignalHandlers handlers_;
 };
 
-}  // namespace nmt::trainer
+}  // namespace nmt::base

@@ -69,7 +69,7 @@ void save_checkpoint(const Checkpoint& c, const std::string& path, const std::fu
   // Both files complete and synced before either replaces the old pair; the two renames
   // then follow back to back. A crash between them (microseconds) leaves a pair whose
   // checksum mismatches, which load reports, never a silently unverified checkpoint.
-  const std::string digest = data::sha256_hex(std::string_view(bytes.data(), bytes.size()));
+  const std::string digest = base::sha256_hex(std::string_view(bytes.data(), bytes.size()));
   const std::string sidecar = digest + "  " + fs::path(path).filename().string() + "\n";
   const fs::path tmp_data = base::write_synced_temp(path, bytes);
   const fs::path tmp_sum = base::write_synced_temp(path + ".sha256", std::vector<char>(sidecar.begin(), sidecar.end()));
@@ -94,7 +94,7 @@ c10::impl::GenericDict read_checkpoint_dict(const std::string& path) {
     std::ifstream s(path + ".sha256");
     std::string want;
     s >> want;
-    if (data::sha256_hex(std::string_view(bytes.data(), bytes.size())) != want)
+    if (base::sha256_hex(std::string_view(bytes.data(), bytes.size())) != want)
       throw CheckpointError(path + ": checksum differs from " + path + ".sha256 (corrupt or truncated checkpoint)");
   }
   if (const std::string problem = zip_structure_problem(bytes); !problem.empty())

@@ -79,7 +79,7 @@ int run_main(const std::string& program, const std::function<int()>& body) {
     return report(e, kExitBadInput);
   } catch (const dist::DistError& e) {
     return report(e, kExitFault);
-  } catch (const data::Interrupted& e) {
+  } catch (const base::Interrupted& e) {
     return report(e, kExitSignalBase + e.signal());
   } catch (const c10::Error& e) {
     // LibTorch's own errors; an allocation that failed despite the memory estimate

@@ -49,7 +49,7 @@ std::vector<MicroBatch> pack_micro_batches(const std::vector<int32_t>& src_len, 
 std::vector<int64_t> shuffled_order(int64_t n, uint64_t seed, int64_t epoch) {
   std::vector<int64_t> order(n);
   std::iota(order.begin(), order.end(), 0);
-  SplitMix64 rng{seed * 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(epoch) * 0xD1B54A32D192ED03ull};
+  base::SplitMix64 rng{seed * 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(epoch) * 0xD1B54A32D192ED03ull};
   for (int64_t i = n - 1; i > 0; --i) std::swap(order[i], order[rng.below(static_cast<uint64_t>(i) + 1)]);
   return order;
 }

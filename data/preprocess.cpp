@@ -144,7 +144,7 @@ Manifest vocabulary_manifest(const DataConfig& cfg, const std::string& proto, se
   Manifest m;
   m.src_lang = cfg.src_lang;
   m.tgt_lang = cfg.tgt_lang;
-  m.spm_sha256 = sha256_hex(proto);
+  m.spm_sha256 = base::sha256_hex(proto);
   m.vocab_size = sp.GetPieceSize();
   m.special = {sp.pad_id(), sp.unk_id(), sp.bos_id(), sp.eos_id()};
   if (m.special.pad < 0 || m.special.bos < 0 || m.special.eos < 0)
@@ -155,10 +155,10 @@ Manifest vocabulary_manifest(const DataConfig& cfg, const std::string& proto, se
 // Encodes one split. The training split drops pairs with an empty side or a side longer
 // than data.max_len (counted in `entry`); other splits keep every line, as evaluation needs.
 void encode_split(const DataConfig& cfg, const RawSplit& s, const sentencepiece::SentencePieceProcessor& sp,
-                  SignalDeferral& interrupts, std::FILE* log, FlatIds& src, FlatIds& tgt, SplitEntry& entry) {
+                  base::SignalDeferral& interrupts, std::FILE* log, FlatIds& src, FlatIds& tgt, SplitEntry& entry) {
   const bool is_train = s.name == cfg.train_split;
   entry.raw_lines = static_cast<int64_t>(s.src.size());
-  Progress progress("preprocess " + s.name, entry.raw_lines, log);
+  base::Progress progress("preprocess " + s.name, entry.raw_lines, log);
   for (size_t i = 0; i < s.src.size(); ++i) {
     if (i % 1000 == 0) {
       progress.update(static_cast<int64_t>(i));
@@ -185,7 +185,7 @@ void encode_split(const DataConfig& cfg, const RawSplit& s, const sentencepiece:
 // across shards) and records them in `entry`; returns their file names.
 std::vector<std::string> write_split_shards(const DataConfig& cfg, const RawSplit& s, const Manifest& m,
                                             const FlatIds& src, const FlatIds& tgt, const fs::path& dir,
-                                            SignalDeferral& interrupts, SplitEntry& entry) {
+                                            base::SignalDeferral& interrupts, SplitEntry& entry) {
   std::vector<std::string> files;
   const int64_t n_shards = std::min<int64_t>(s.name == cfg.train_split ? cfg.num_shards : 1, entry.examples);
   for (int64_t k = 0; k < n_shards; ++k) {
@@ -201,7 +201,7 @@ std::vector<std::string> write_split_shards(const DataConfig& cfg, const RawSpli
     const std::string file = shard_file_name(s.name, k, n_shards);
     const std::string path = (dir / file).string();
     write_shard(path, {kShardFormatVersion, s.name, k, n_shards, hi - lo, m.vocab_size, m.spm_sha256}, s_part, t_part);
-    entry.shards.push_back({file, hi - lo, sha256_file(path)});
+    entry.shards.push_back({file, hi - lo, base::sha256_file(path)});
     files.push_back(file);
   }
   return files;
@@ -211,7 +211,7 @@ std::vector<std::string> write_split_shards(const DataConfig& cfg, const RawSpli
 // files written, to be published in this order (the manifest, which names them, last).
 std::vector<std::string> write_all(const DataConfig& cfg, const std::vector<RawSplit>& splits,
                                    const sentencepiece::SentencePieceProcessor& sp, const std::string& proto,
-                                   const fs::path& tmp, SignalDeferral& interrupts, std::FILE* log, Manifest& m) {
+                                   const fs::path& tmp, base::SignalDeferral& interrupts, std::FILE* log, Manifest& m) {
   std::vector<std::string> outputs;
   write_file_bytes((tmp / kSpmModelName).string(), proto);
   for (const RawSplit& s : splits) {
@@ -249,17 +249,17 @@ Manifest preprocess(const DataConfig& cfg, std::FILE* log) {
     if (log) std::fprintf(log, "preprocess: removed %s, left by an interrupted run\n", old.c_str());
   // From here until the shards are published an interrupt is answered at the next safe
   // point, so that the temporary directory is removed on the way out.
-  SignalDeferral interrupts;
+  base::SignalDeferral interrupts;
   const fs::path tmp = base::preprocess_temporary_dir(cfg.shard_dir);
   fs::remove_all(tmp);
   fs::create_directories(tmp);
   std::vector<std::string> outputs;
   try {
     outputs = write_all(cfg, splits, sp, proto, tmp, interrupts, log, m);
-  } catch (const Interrupted& e) {
+  } catch (const base::Interrupted& e) {
     std::error_code ec;
     fs::remove_all(tmp, ec);
-    throw Interrupted(e.signal(), std::string(e.what()) + "; removed " + tmp.string() + ", nothing published");
+    throw base::Interrupted(e.signal(), std::string(e.what()) + "; removed " + tmp.string() + ", nothing published");
   } catch (...) {
     fs::remove_all(tmp);
     throw;

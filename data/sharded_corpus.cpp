@@ -18,7 +18,7 @@ ShardedCorpus::ShardedCorpus(const std::string& shard_dir, const std::string& sp
     throw DataError(manifest_path + ": no split '" + split + "' (field 'splits')");
   const std::string spm_path = (fs::path(dir_) / manifest_.spm_model).string();
   if (!fs::exists(spm_path)) throw DataError(spm_path + ": SentencePiece model named by the manifest is missing");
-  if (sha256_file(spm_path) != manifest_.spm_sha256)
+  if (base::sha256_file(spm_path) != manifest_.spm_sha256)
     throw DataError(spm_path + ": checksum differs from the manifest's field 'spm_sha256'");
 
   const SplitEntry& entry = it->second;
@@ -31,7 +31,7 @@ ShardedCorpus::ShardedCorpus(const std::string& shard_dir, const std::string& sp
     // malformed input (heap overflows in libhdf5 1.10, found by tests/fuzz_readers.cpp)
     // would otherwise crash the job instead of naming the file. Costs one read of each
     // shard per rank at start (page cache shared by a host's ranks; ~1 GB/s for SHA-256).
-    if (sha256_file(path) != se.sha256)
+    if (base::sha256_file(path) != se.sha256)
       throw DataError(path + ": checksum differs from the manifest's field 'splits." + split + ".shards[" +
                       std::to_string(k) + "].sha256' (corrupt shard)");
     ShardReader r(path);

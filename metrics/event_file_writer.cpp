@@ -53,9 +53,9 @@ void EventFileWriter::add_scalars(int64_t step, const std::vector<std::pair<std:
 void EventFileWriter::write_record(const std::string& bytes) {
   std::string header;
   put_le(header, bytes.size(), 8);
-  put_le(header, masked_crc32c(header.data(), 8), 4);
+  put_le(header, base::masked_crc32c(header.data(), 8), 4);
   std::string footer;
-  put_le(footer, masked_crc32c(bytes.data(), bytes.size()), 4);
+  put_le(footer, base::masked_crc32c(bytes.data(), bytes.size()), 4);
   if (std::fwrite(header.data(), 1, header.size(), file_) != header.size() ||
       std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size() ||
       std::fwrite(footer.data(), 1, footer.size(), file_) != footer.size())

@@ -22,7 +22,7 @@ LogWindow::Summary LogWindow::close() {
   s.nll = nll_ / static_cast<double>(tokens_);
   s.grad_norm = grad_norm_ / static_cast<double>(updates_);
   s.lr = lr_;
-  s.tokens_per_s = static_cast<double>(tokens_) / seconds_since(start_);
+  s.tokens_per_s = static_cast<double>(tokens_) / base::seconds_since(start_);
   s.updates = updates_;
   *this = LogWindow();
   return s;

@@ -49,7 +49,7 @@ void check_every_rank_sees_the_run(const config::Config& cfg, dist::Communicator
   // 1. The same shards: the manifest names every shard's sha256, so its own hash is the data's.
   const fs::path manifest = fs::path(cfg.data.shard_dir) / data::kManifestName;
   const std::string bytes = read_file(manifest);
-  const auto manifests = gather(comm, bytes.empty() ? "none" : data::sha256_hex(bytes));
+  const auto manifests = gather(comm, bytes.empty() ? "none" : base::sha256_hex(bytes));
   auto describe = [&](const Seen& s) {
     return s.text == "none" ? fmt::format("no readable {}", manifest.string())
                             : fmt::format("manifest sha256 {}...", s.text.substr(0, 12));

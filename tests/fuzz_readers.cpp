@@ -36,7 +36,7 @@ using nmt::testing::TempDir;
 namespace {
 
 struct Rng {  // the same rounds on every machine
-  nmt::data::SplitMix64 gen;
+  nmt::base::SplitMix64 gen;
   uint64_t next() { return gen.next(); }
   size_t below(size_t n) { return n == 0 ? 0 : static_cast<size_t>(next() % n); }  // modulo: bias is harmless here
 };
@@ -168,7 +168,7 @@ int main(int argc, char** argv) {
          fs::copy(shards, d);
          write_file(d / shard_name, in);
          std::string m = manifest_seed;
-         const std::string old_sum = nmt::data::sha256_hex(shard_seed), new_sum = nmt::data::sha256_hex(in);
+         const std::string old_sum = nmt::base::sha256_hex(shard_seed), new_sum = nmt::base::sha256_hex(in);
          m.replace(m.find(old_sum), old_sum.size(), new_sum);
          write_file(d / "manifest.json", m);
          nmt::data::ShardedCorpus corpus(d.string(), "train");

@@ -36,7 +36,7 @@ inline data::Manifest write_shard_dir(const std::filesystem::path& dir, const st
   data::Manifest m;
   m.src_lang = "de";
   m.tgt_lang = "en";
-  m.spm_sha256 = data::sha256_hex(spm_bytes);
+  m.spm_sha256 = base::sha256_hex(spm_bytes);
   m.vocab_size = vocab;
   data::SplitEntry entry;
   const int64_t n = static_cast<int64_t>(pairs.size());
@@ -50,7 +50,7 @@ inline data::Manifest write_shard_dir(const std::filesystem::path& dir, const st
     const std::string file = data::shard_file_name(split, k, num_shards);
     const std::string path = (dir / file).string();
     data::write_shard(path, {data::kShardFormatVersion, split, k, num_shards, hi - lo, vocab, m.spm_sha256}, s, t);
-    entry.shards.push_back({file, hi - lo, data::sha256_file(path)});
+    entry.shards.push_back({file, hi - lo, base::sha256_file(path)});
   }
   entry.examples = entry.raw_lines = n;
   m.splits[split] = entry;

@@ -92,7 +92,7 @@ void reseal(const std::filesystem::path& dir, const std::string& file) {
   nmt::data::Manifest m = nmt::data::Manifest::load(dir.string());
   for (auto& [name, split] : m.splits)
     for (auto& shard : split.shards)
-      if (shard.file == file) shard.sha256 = nmt::data::sha256_file((dir / file).string());
+      if (shard.file == file) shard.sha256 = nmt::base::sha256_file((dir / file).string());
   nmt::testing::write_text(manifest_path, m.to_json());
 }
 

@@ -1,4 +1,4 @@
-// data::SignalDeferral: a signal that arrives while a temporary exists is held back and
+// base::SignalDeferral: a signal that arrives while a temporary exists is held back and
 // then delivered to whatever handled it before.
 #include <gtest/gtest.h>
 
@@ -33,7 +33,7 @@ struct OwnHandlers {
 TEST(SignalDeferral, HoldsASignalBackThenDeliversItToThePreviousHandler) {
   OwnHandlers own;
   {
-    nmt::data::SignalDeferral guard;
+    nmt::base::SignalDeferral guard;
     EXPECT_EQ(guard.pending(), 0);
     std::raise(SIGTERM);
     EXPECT_EQ(guard.pending(), SIGTERM);
@@ -45,12 +45,12 @@ TEST(SignalDeferral, HoldsASignalBackThenDeliversItToThePreviousHandler) {
 TEST(SignalDeferral, ThrowIfPendingNamesTheWorkAndTheSignal) {
   OwnHandlers own;
   try {
-    nmt::data::SignalDeferral guard;
+    nmt::base::SignalDeferral guard;
     guard.throw_if_pending("preprocess train");  // nothing yet: no throw
     std::raise(SIGINT);
     guard.throw_if_pending("preprocess train");
     FAIL() << "no Interrupted thrown";
-  } catch (const nmt::data::Interrupted& e) {
+  } catch (const nmt::base::Interrupted& e) {
     EXPECT_EQ(e.signal(), SIGINT);
     EXPECT_STREQ(e.what(), "preprocess train: interrupted by SIGINT");
   }
@@ -60,7 +60,7 @@ TEST(SignalDeferral, ThrowIfPendingNamesTheWorkAndTheSignal) {
 
 TEST(SignalDeferral, WithoutASignalTheHandlersAreRestoredUntouched) {
   OwnHandlers own;
-  { nmt::data::SignalDeferral guard; }
+  { nmt::base::SignalDeferral guard; }
   std::raise(SIGINT);
   EXPECT_EQ(g_seen, SIGINT);
 }

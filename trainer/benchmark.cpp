@@ -37,8 +37,8 @@ MatmulPeak matmul_peak(const torch::Device& device) {
       torch::mm(a, b);
       ++reps;
       torch::cuda::synchronize();
-    } while (seconds_since(t0) < 1.0);
-    return {2.0 * n * n * n * reps / seconds_since(t0), "cuda"};
+    } while (base::seconds_since(t0) < 1.0);
+    return {2.0 * n * n * n * reps / base::seconds_since(t0), "cuda"};
   }
   using model::kernels::GemmBackend;
   const std::vector<model::kernels::GemmShape> square{{n, n, n, false, false}};
@@ -102,7 +102,7 @@ nlohmann::json Trainer::benchmark(int64_t warmup, int64_t updates, const std::st
     losses.push_back(r.loss / static_cast<double>(std::max<int64_t>(r.tokens, 1)));
   }
   if (device_.is_cuda()) torch::cuda::synchronize();
-  const double secs = seconds_since(t0);
+  const double secs = base::seconds_since(t0);
   // Sums over ranks; the slowest rank's clock sets the pace.
   src_tokens = comm_->all_reduce_sum(src_tokens);
   const double all_tgt = comm_->all_reduce_sum(tgt_tokens);

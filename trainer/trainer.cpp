@@ -347,7 +347,7 @@ void Trainer::announce_start(bool resumed) {
 }
 
 // One all-reduce decides for every rank: rank 0's clock, and any rank's signal.
-Trainer::StopVote Trainer::vote_to_stop(const StopSignal& signals, double elapsed_s) {
+Trainer::StopVote Trainer::vote_to_stop(const base::StopSignal& signals, double elapsed_s) {
   const bool out_of_time =
       group_.is_main() && cfg_.train.max_minutes > 0 && elapsed_s / 60.0 >= cfg_.train.max_minutes;
   const std::vector<double> votes = comm_->all_reduce_sum(
@@ -365,7 +365,7 @@ void Trainer::log_window(const LogWindow::Summary& w, int64_t first_update, doub
   log_.info(fmt::format("update {:>6} | epoch {:>3} | loss {:.4f} | nll {:.4f} | ppl {:.2f} | lr {:.3e} | "
                         "{:.0f} tgt tok/s | elapsed {} | ETA {}",
                         update_, epoch_, w.loss, w.nll, std::exp(w.nll), w.lr, w.tokens_per_s,
-                        data::format_duration(elapsed_s), data::format_duration(eta)));
+                        base::format_duration(elapsed_s), base::format_duration(eta)));
   nlohmann::json rec = {{"event", "train"}, {"update", update_}, {"epoch", epoch_}, {"loss", w.loss},
                         {"nll", w.nll}, {"ppl", std::exp(w.nll)}, {"lr", w.lr}, {"grad_norm", w.grad_norm},
                         {"tgt_tokens_per_s", w.tokens_per_s}, {"updates", w.updates}, {"wall_s", elapsed_s}};
@@ -382,7 +382,7 @@ void Trainer::run(const std::string& resume) {
   const bool resumed = resume_or_start(resume);
   check_ranks_agree_on_start();
   announce_start(resumed);
-  StopSignal signals;
+  base::StopSignal signals;
   const auto t0 = std::chrono::steady_clock::now();
   const int64_t first_update = update_;
   LogWindow window;
@@ -390,7 +390,7 @@ void Trainer::run(const std::string& resume) {
   for (;;) {
     comm_->set_phase(fmt::format("update {} (start)", update_ + 1));
     epoch_ = planner_->state().epoch;
-    const StopVote vote = vote_to_stop(signals, seconds_since(t0));
+    const StopVote vote = vote_to_stop(signals, base::seconds_since(t0));
     if (vote.signal) {
       comm_->set_phase(fmt::format("stop after update {}", update_));
       stop_signal = vote.signal;
@@ -404,18 +404,18 @@ void Trainer::run(const std::string& resume) {
     const StepResult r = train_step(planner_->next(group_.rank()));
     if (!r.skipped) window.add(r.loss, r.nll, r.tokens, r.grad_norm, r.lr);
     if ((update_ % cfg_.train.log_interval == 0 || update_ == first_update + 1) && !window.empty())
-      log_window(window.close(), first_update, seconds_since(t0));
+      log_window(window.close(), first_update, base::seconds_since(t0));
     if (cfg_.dist.check_params_interval > 0 && update_ % cfg_.dist.check_params_interval == 0) check_params_agree();
     const auto pause = std::chrono::steady_clock::now();
-    validate_or_save_on_interval(seconds_since(t0));
+    validate_or_save_on_interval(base::seconds_since(t0));
     window.exclude(std::chrono::steady_clock::now() - pause);
   }
   if (stop_signal) return stop_after_signal(stop_signal, first_update);
   // Final validation and checkpoint, unless the last update just had them.
   if (update_ > first_update && update_ % cfg_.train.validate_interval_updates != 0)
-    validate_and_save("final validation", seconds_since(t0));
+    validate_and_save("final validation", base::seconds_since(t0));
   log_.info(fmt::format("done: {} updates in {} ({} epochs started), best validation loss {:.4f}{}", update_,
-                        data::format_duration(seconds_since(t0)), epoch_, best_valid_loss_,
+                        base::format_duration(base::seconds_since(t0)), epoch_, best_valid_loss_,
                         skipped_total_ ? fmt::format(", {} updates skipped", skipped_total_) : std::string()));
 }
 

@@ -125,7 +125,7 @@ class Trainer {
     bool out_of_time = false;  // train.max_minutes, by rank 0's clock
     int signal = 0;            // a signal some rank received (SIGTERM for ranks that received none)
   };
-  StopVote vote_to_stop(const StopSignal& signals, double elapsed_s);
+  StopVote vote_to_stop(const base::StopSignal& signals, double elapsed_s);
   void log_window(const LogWindow::Summary& w, int64_t first_update, double elapsed_s);
   void validate_or_save_on_interval(double elapsed_s);
   void stop_after_signal(int signal, int64_t first_update);

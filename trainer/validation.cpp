@@ -66,9 +66,9 @@ void Trainer::check_params_agree() {
   std::string digest;
   for (const auto& p : model_->named_parameters()) {
     const torch::Tensor t = p.value().detach().cpu().contiguous();
-    digest += data::sha256_hex(std::string_view(static_cast<const char*>(t.data_ptr()), t.nbytes()));
+    digest += base::sha256_hex(std::string_view(static_cast<const char*>(t.data_ptr()), t.nbytes()));
   }
-  const auto all = comm_->all_gather_bytes(data::sha256_hex(digest));
+  const auto all = comm_->all_gather_bytes(base::sha256_hex(digest));
   for (size_t r = 1; r < all.size(); ++r)
     if (all[r] != all[0])
       throw TrainingError(fmt::format("update {}: parameters of rank {} differ from rank 0's (dist.check_params_interval)",
