@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
     const double eps = 0.1;
     const double fused = median_ms([&] {
       auto z = logits.clone().requires_grad_(true);
-      nmt::trainer::fused_label_smoothed_cross_entropy(z * 1.0, target, eps).loss.sum().backward();
+      nmt::model::kernels::fused_label_smoothed_cross_entropy(z * 1.0, target, eps).loss.sum().backward();
     });
     const double chain = median_ms([&] {
       auto z = logits.clone().requires_grad_(true);
@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
     const auto x = torch::randn({n * 2, 256}), y = torch::randn({n * 2, 256});
     const double drop_fused = median_ms([&] {
       auto a = x.clone().requires_grad_(true), b = y.clone().requires_grad_(true);
-      nmt::model::dropout_add(a, b, 0.1, true).sum().backward();
+      nmt::model::kernels::dropout_add(a, b, 0.1, true).sum().backward();
     });
     const double drop_libtorch = median_ms([&] {
       auto a = x.clone().requires_grad_(true), b = y.clone().requires_grad_(true);

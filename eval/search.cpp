@@ -57,7 +57,7 @@ struct Candidate {
 
 // The continuations of the sentence at position p (rows p * beams ...), best first; equal
 // scores keep the order of beam, then the row's rank.
-void rank_continuations(const Candidates& cand, int64_t p, int64_t beams, const std::vector<Beam>& live,
+void rank_continuations(const model::kernels::Candidates& cand, int64_t p, int64_t beams, const std::vector<Beam>& live,
                         std::vector<Candidate>& ranked) {
   auto lp = cand.log_probs.accessor<float, 2>();
   auto tok = cand.tokens.accessor<int64_t, 2>();
@@ -141,7 +141,8 @@ std::vector<std::vector<Hypothesis>> greedy_search(model::TransformerImpl& model
   torch::Tensor prev = torch::full({batch}, opt.bos, torch::TensorOptions().dtype(torch::kInt64).device(device));
   for (int64_t t = 0; !rows.empty(); ++t) {
     const torch::Tensor logits = model.decode_step_logits(prev, state);
-    const Candidates best = top_candidates(logits, 1, {opt.pad, opt.bos}, forced_eos(rows, 1, t, limit, opt));
+    const model::kernels::Candidates best =
+        model::kernels::top_candidates(logits, 1, {opt.pad, opt.bos}, forced_eos(rows, 1, t, limit, opt));
     auto lp = best.log_probs.accessor<float, 2>();
     auto tok = best.tokens.accessor<int64_t, 2>();
     std::vector<int64_t> keep, next, kept_rows;
@@ -194,7 +195,8 @@ std::vector<std::vector<Hypothesis>> beam_search(model::TransformerImpl& model, 
     const torch::Tensor logits = model.decode_step_logits(prev, state);  // [n * beams, vocab]
     // A sentence's best 2k continuations (up to k may end in EOS) are among the best 2k of
     // each of its rows.
-    const Candidates cand = top_candidates(logits, 2 * k, {opt.pad, opt.bos}, forced_eos(active, beams, t, limit, opt));
+    const model::kernels::Candidates cand =
+        model::kernels::top_candidates(logits, 2 * k, {opt.pad, opt.bos}, forced_eos(active, beams, t, limit, opt));
     std::vector<int64_t> keep_positions, origin, next;
     for (int64_t p = 0; p < n; ++p) {
       const int64_t s = active[p];

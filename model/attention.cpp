@@ -46,8 +46,8 @@ torch::Tensor MultiHeadAttentionImpl::split_heads(const torch::Tensor& x) const 
 
 torch::Tensor MultiHeadAttentionImpl::attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                              const torch::Tensor& mask) {
-  if (use_decode_attention(q, mask, is_training()))
-    return kernels::linear(decode_attention(q, k, v, mask), out_proj->weight, out_proj->bias);
+  if (kernels::use_decode_attention(q, mask, is_training()))
+    return kernels::linear(kernels::decode_attention(q, k, v, mask), out_proj->weight, out_proj->bias);
   // [b, h, tq, dk] -> [b, tq, d]
   torch::Tensor out = at::scaled_dot_product_attention(q, k, v, mask.defined() ? std::optional<at::Tensor>(mask) : std::nullopt,
                                                        is_training() ? dropout_ : 0.0);
@@ -58,8 +58,8 @@ torch::Tensor MultiHeadAttentionImpl::attend(const torch::Tensor& q, const torch
 torch::Tensor MultiHeadAttentionImpl::self_forward(const torch::Tensor& x, const torch::Tensor& mask, StepCache* cache) {
   if (cache) return incremental_self_forward(x, *cache);
   const torch::Tensor projected = project(in_proj, x, in_bias_mask_);
-  if (use_short_attention(projected, d_model_, heads_, x.size(1), is_training() ? dropout_ : 0.0))
-    return kernels::linear(short_self_attention(projected, mask, heads_), out_proj->weight, out_proj->bias);
+  if (kernels::use_short_attention(projected, d_model_, heads_, x.size(1), is_training() ? dropout_ : 0.0))
+    return kernels::linear(kernels::short_self_attention(projected, mask, heads_), out_proj->weight, out_proj->bias);
   auto qkv = projected.chunk(3, -1);
   return attend(split_heads(qkv[0]), split_heads(qkv[1]), split_heads(qkv[2]), mask);
 }
@@ -90,7 +90,7 @@ torch::Tensor MultiHeadAttentionImpl::incremental_self_forward(const torch::Tens
   const torch::Tensor q = qkv.narrow(1, 0, d);
   torch::Tensor out;
   if (q.device().is_cpu() && q.scalar_type() == torch::kFloat32) {
-    out = decode_self_attention(q, c.k, c.v, c.history, heads_);
+    out = kernels::decode_self_attention(q, c.k, c.v, c.history, heads_);
   } else {  // gather each row's keys ([rows, steps, d]) and use the general kernel
     const auto when = torch::arange(c.history.size(1), c.history.options().dtype(torch::kInt64)).unsqueeze(0);
     const auto from = c.history.to(torch::kInt64);
@@ -109,8 +109,8 @@ torch::Tensor MultiHeadAttentionImpl::cross_forward(const torch::Tensor& q, cons
   const torch::Tensor kv = project(kv_proj, memory, kv_bias_mask_);
   // The projections' outputs decide: under autocast they are bf16 while q is float32.
   if (!cache && kv.scalar_type() == queries.scalar_type() &&
-      use_short_attention(queries, d_model_, heads_, memory.size(1), is_training() ? dropout_ : 0.0))
-    return kernels::linear(short_cross_attention(queries, kv, mask, heads_), out_proj->weight, out_proj->bias);
+      kernels::use_short_attention(queries, d_model_, heads_, memory.size(1), is_training() ? dropout_ : 0.0))
+    return kernels::linear(kernels::short_cross_attention(queries, kv, mask, heads_), out_proj->weight, out_proj->bias);
   const auto parts = kv.chunk(2, -1);
   const torch::Tensor k = split_heads(parts[0]), v = split_heads(parts[1]);
   if (cache) {

@@ -25,7 +25,8 @@ FeedForwardImpl::FeedForwardImpl(int64_t d_model, int64_t ffn_dim, double activa
 
 torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
   const auto hidden = kernels::linear_relu(x, fc1->weight, fc1->bias);
-  return kernels::linear(dropout_add(torch::Tensor(), hidden, activation_dropout_, is_training()), fc2->weight, fc2->bias);
+  return kernels::linear(kernels::dropout_add(torch::Tensor(), hidden, activation_dropout_, is_training()), fc2->weight,
+                         fc2->bias);
 }
 
 namespace {
@@ -36,8 +37,8 @@ torch::nn::LayerNorm layer_norm(int64_t d) { return torch::nn::LayerNorm(torch::
 template <typename Fn>
 torch::Tensor residual(const torch::Tensor& x, torch::nn::LayerNorm& norm, bool pre_norm, double p, bool training,
                        Fn&& f) {
-  if (pre_norm) return dropout_add(x, f(norm(x)), p, training);
-  return norm(dropout_add(x, f(x), p, training));
+  if (pre_norm) return kernels::dropout_add(x, f(norm(x)), p, training);
+  return norm(kernels::dropout_add(x, f(x), p, training));
 }
 }  // namespace
 
@@ -130,7 +131,7 @@ torch::Tensor TransformerImpl::embed_tokens(const torch::Tensor& tokens, int64_t
               " positions exceeds model.max_positions = ", config_.max_positions);
   auto x = word_dropout(embed(tokens) * std::sqrt(static_cast<double>(config_.d_model)), word_drop, is_training()) +
            positions_.slice(0, first_position, first_position + len);
-  return dropout_add(torch::Tensor(), x, config_.dropout, is_training());
+  return kernels::dropout_add(torch::Tensor(), x, config_.dropout, is_training());
 }
 
 torch::Tensor TransformerImpl::encode(const torch::Tensor& src, torch::Tensor* src_mask) {

@@ -14,7 +14,8 @@ LossSums label_smoothed_loss(const torch::Tensor& hidden, const torch::Tensor& t
   LossSums out;
   out.tokens = keep.size(0);
   if (logits.device().is_cpu()) {
-    const RowLosses rows = fused_label_smoothed_cross_entropy(logits.contiguous(), y, epsilon);
+    const model::kernels::RowLosses rows =
+        model::kernels::fused_label_smoothed_cross_entropy(logits.contiguous(), y, epsilon);
     out.loss = rows.loss.sum();
     out.nll = rows.nll.sum();
     return out;

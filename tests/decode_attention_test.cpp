@@ -27,13 +27,13 @@ TEST(DecodeAttention, MatchesScaledDotProductAttentionOnHeadViewsAndCacheSlices)
         const torch::Tensor q = torch::randn({batch, tq, heads * d}).view({batch, tq, heads, d}).transpose(1, 2);
         const torch::Tensor k = torch::randn({batch, heads, tk + 6, d}).slice(2, 0, tk);
         const torch::Tensor v = torch::randn({batch, heads, tk + 6, d}).slice(2, 0, tk);
-        const torch::Tensor got = decode_attention(q, k, v, torch::Tensor());
+        const torch::Tensor got = kernels::decode_attention(q, k, v, torch::Tensor());
         EXPECT_LT((got - reference(q, k, v, torch::Tensor())).abs().max().item<float>(), 2e-6)
             << "d " << d << ", " << tq << " x " << tk;
         // A padding mask over the keys: each sentence keeps its first `len` keys.
         torch::Tensor mask = torch::zeros({batch, 1, 1, tk}, torch::kBool);
         for (int64_t b = 0; b < batch; ++b) mask[b].slice(-1, 0, 1 + (b * 5) % tk).fill_(true);
-        const torch::Tensor masked = decode_attention(q, k, v, mask);
+        const torch::Tensor masked = kernels::decode_attention(q, k, v, mask);
         EXPECT_LT((masked - reference(q, k, v, mask)).abs().max().item<float>(), 2e-6)
             << "d " << d << ", " << tq << " x " << tk << " masked";
       }
@@ -53,10 +53,11 @@ void expect_self_attention_follows_the_ancestor_table(int64_t d) {
   const torch::Tensor want = reference(heads_of(q.reshape({rows, 1, heads * d})), heads_of(k.index({when, from})),
                                        heads_of(v.index({when, from})), torch::Tensor())
                                  .reshape({rows, heads * d});
-  const torch::Tensor got = decode_self_attention(q, k, v, history, heads);
+  const torch::Tensor got = kernels::decode_self_attention(q, k, v, history, heads);
   EXPECT_LT((got - want).abs().max().item<float>(), 2e-6);
-  EXPECT_THROW(decode_self_attention(q, k, v, history.to(torch::kInt64), heads), c10::Error) << "int64 table refused";
-  EXPECT_THROW(decode_self_attention(q, k.narrow(0, 0, 5), v.narrow(0, 0, 5), history, heads), c10::Error)
+  EXPECT_THROW(kernels::decode_self_attention(q, k, v, history.to(torch::kInt64), heads), c10::Error)
+      << "int64 table refused";
+  EXPECT_THROW(kernels::decode_self_attention(q, k.narrow(0, 0, 5), v.narrow(0, 0, 5), history, heads), c10::Error)
       << "more steps than the buffer holds";
 }
 
@@ -69,23 +70,26 @@ TEST(DecodeAttention, SelfAttentionFollowsTheAncestorTable) {
 TEST(DecodeAttention, LargeScoresStayFiniteAndAllMaskedQueriesGetZeros) {
   torch::NoGradGuard no_grad;
   const torch::Tensor q = torch::full({1, 1, 1, 8}, 30.0f), k = torch::randn({1, 1, 3, 8}) * 30.0, v = torch::randn({1, 1, 3, 8});
-  EXPECT_LT((decode_attention(q, k, v, torch::Tensor()) - reference(q, k, v, torch::Tensor())).abs().max().item<float>(), 1e-5);
+  const torch::Tensor got = kernels::decode_attention(q, k, v, torch::Tensor());
+  EXPECT_LT((got - reference(q, k, v, torch::Tensor())).abs().max().item<float>(), 1e-5);
   const torch::Tensor none = torch::zeros({1, 1, 1, 3}, torch::kBool);
-  EXPECT_TRUE(decode_attention(q, k, v, none).eq(0).all().item<bool>());
+  EXPECT_TRUE(kernels::decode_attention(q, k, v, none).eq(0).all().item<bool>());
 }
 
 TEST(DecodeAttention, AppliesOnlyToInferenceOnTheCpuWithFewQueries) {
   const torch::Tensor q = torch::zeros({2, 4, 1, 8});
   {
     torch::NoGradGuard no_grad;
-    EXPECT_TRUE(use_decode_attention(q, torch::Tensor(), /*training=*/false));
-    EXPECT_TRUE(use_decode_attention(q, torch::ones({2, 1, 1, 3}, torch::kBool), false));
-    EXPECT_FALSE(use_decode_attention(q, torch::Tensor(), /*training=*/true));
-    EXPECT_FALSE(use_decode_attention(torch::zeros({2, 4, 17, 8}), torch::Tensor(), false));  // an encoder's queries
-    EXPECT_FALSE(use_decode_attention(q, torch::ones({2, 1, 1, 1}, torch::kBool).expand({2, 1, 1, 1}).repeat({1, 1, 3, 1}), false));
-    EXPECT_FALSE(use_decode_attention(q.to(torch::kFloat64), torch::Tensor(), false));
+    EXPECT_TRUE(kernels::use_decode_attention(q, torch::Tensor(), /*training=*/false));
+    EXPECT_TRUE(kernels::use_decode_attention(q, torch::ones({2, 1, 1, 3}, torch::kBool), false));
+    EXPECT_FALSE(kernels::use_decode_attention(q, torch::Tensor(), /*training=*/true));
+    EXPECT_FALSE(
+        kernels::use_decode_attention(torch::zeros({2, 4, 17, 8}), torch::Tensor(), false));  // an encoder's queries
+    EXPECT_FALSE(kernels::use_decode_attention(
+        q, torch::ones({2, 1, 1, 1}, torch::kBool).expand({2, 1, 1, 1}).repeat({1, 1, 3, 1}), false));
+    EXPECT_FALSE(kernels::use_decode_attention(q.to(torch::kFloat64), torch::Tensor(), false));
   }
-  EXPECT_FALSE(use_decode_attention(q, torch::Tensor(), false));  // gradients on: autograd needs LibTorch's op
+  EXPECT_FALSE(kernels::use_decode_attention(q, torch::Tensor(), false));  // gradients on: autograd needs LibTorch's op
 }
 
 }  // namespace

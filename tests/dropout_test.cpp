@@ -30,12 +30,12 @@ TEST(FusedDropout, ForwardAndBackwardFollowTheKeepDecisions) {
   auto y = torch::randn({5, 7, 33}).requires_grad_(true);
   // manual_seed again so that the key drawn is the one computed above (randn used the generator).
   torch::manual_seed(11);
-  const auto out = dropout_add(x, y, p, true);
+  const auto out = kernels::dropout_add(x, y, p, true);
   const auto g = torch::randn({5, 7, 33});
   out.backward(g);
 
   auto keep = torch::empty({x.numel()}, torch::kFloat32);
-  for (int64_t i = 0; i < x.numel(); ++i) keep[i] = dropout_keeps(key, i, p) ? 1.0f : 0.0f;
+  for (int64_t i = 0; i < x.numel(); ++i) keep[i] = kernels::dropout_keeps(key, i, p) ? 1.0f : 0.0f;
   keep = keep.view(x.sizes());
   const double scale = 1.0 / (1.0 - p);
   EXPECT_TRUE(torch::allclose(out, x.detach() + keep * y.detach() * scale, 1e-6, 1e-6));
@@ -47,7 +47,7 @@ TEST(FusedDropout, DropRateAndPairIndependenceMatchBernoulli) {
   const int64_t n = 1 << 21;
   for (double p : {0.1, 0.5}) {
     torch::manual_seed(5);
-    const auto out = dropout_add(torch::Tensor(), torch::ones({n}), p, true);
+    const auto out = kernels::dropout_add(torch::Tensor(), torch::ones({n}), p, true);
     const auto dropped = out.eq(0).to(torch::kFloat64);
     const double rate = dropped.mean().item<double>();
     const double sigma = std::sqrt(p * (1 - p) / static_cast<double>(n));
@@ -66,11 +66,11 @@ TEST(FusedDropout, MasksFollowTheSeedNotTheThreadCount) {
   const auto y = torch::ones({300000});
   const int threads = at::get_num_threads();
   torch::manual_seed(3);
-  const auto a = dropout_add(torch::Tensor(), y, 0.2, true);
-  const auto b = dropout_add(torch::Tensor(), y, 0.2, true);
+  const auto a = kernels::dropout_add(torch::Tensor(), y, 0.2, true);
+  const auto b = kernels::dropout_add(torch::Tensor(), y, 0.2, true);
   at::set_num_threads(1);
   torch::manual_seed(3);
-  const auto c = dropout_add(torch::Tensor(), y, 0.2, true);
+  const auto c = kernels::dropout_add(torch::Tensor(), y, 0.2, true);
   at::set_num_threads(threads);
   EXPECT_TRUE(torch::equal(a, c));
   EXPECT_FALSE(torch::equal(a, b));  // a fresh key per call
@@ -83,7 +83,8 @@ TEST(FusedDropout, BlocksPast4GiElementsHaveTheirOwnMasks) {
   const int64_t n = 200000;
   for (int64_t block : {int64_t{1} << 32, int64_t{1} << 33}) {
     int64_t agree = 0;
-    for (int64_t i = 0; i < n; ++i) agree += dropout_keeps(key, i, p) == dropout_keeps(key, block + i, p);
+    for (int64_t i = 0; i < n; ++i)
+      agree += kernels::dropout_keeps(key, i, p) == kernels::dropout_keeps(key, block + i, p);
     EXPECT_NEAR(static_cast<double>(agree) / n, 0.5, 6 * std::sqrt(0.25 / n)) << block;
   }
 }
@@ -92,21 +93,23 @@ TEST(FusedDropout, NonFiniteInputsStayNonFiniteEvenWhereDropped) {
   // As LibTorch's y * mask: a NaN in a dropped position still reaches the output, so the
   // trainer's non-finite check sees it.
   const auto y = torch::full({4096}, std::numeric_limits<float>::quiet_NaN());
-  EXPECT_TRUE(dropout_add(torch::zeros({4096}), y, 0.5, true).isnan().all().item<bool>());
+  EXPECT_TRUE(kernels::dropout_add(torch::zeros({4096}), y, 0.5, true).isnan().all().item<bool>());
 }
 
 TEST(FusedDropout, EvaluationZeroPAndUnfusableInputs) {
   const auto x = torch::randn({4, 9}), y = torch::randn({4, 9});
-  EXPECT_TRUE(torch::equal(dropout_add(x, y, 0.3, false), x + y));
-  EXPECT_TRUE(torch::equal(dropout_add(x, y, 0.0, true), x + y));
+  EXPECT_TRUE(torch::equal(kernels::dropout_add(x, y, 0.3, false), x + y));
+  EXPECT_TRUE(torch::equal(kernels::dropout_add(x, y, 0.0, true), x + y));
   // float64 and a non-contiguous input take LibTorch's dropout; the drop rate still holds.
   const auto ones = torch::ones({200000}, torch::kFloat64);
-  const double rate = dropout_add(torch::Tensor(), ones, 0.25, true).eq(0).to(torch::kFloat64).mean().item<double>();
+  const double rate =
+      kernels::dropout_add(torch::Tensor(), ones, 0.25, true).eq(0).to(torch::kFloat64).mean().item<double>();
   EXPECT_NEAR(rate, 0.25, 0.01);
   const auto t = torch::ones({300, 400}).t();
-  EXPECT_NEAR(dropout_add(torch::Tensor(), t, 0.25, true).eq(0).to(torch::kFloat64).mean().item<double>(), 0.25, 0.01);
-  EXPECT_THROW(dropout_add(x, y, 1.0, true), c10::Error);
-  EXPECT_TRUE(torch::equal(dropout_add(x, y, 1.0, false), x + y));  // evaluation ignores p
+  EXPECT_NEAR(kernels::dropout_add(torch::Tensor(), t, 0.25, true).eq(0).to(torch::kFloat64).mean().item<double>(),
+              0.25, 0.01);
+  EXPECT_THROW(kernels::dropout_add(x, y, 1.0, true), c10::Error);
+  EXPECT_TRUE(torch::equal(kernels::dropout_add(x, y, 1.0, false), x + y));  // evaluation ignores p
 }
 
 }  // namespace

@@ -14,9 +14,9 @@ namespace nmt::model {
 namespace {
 
 struct KernelScope {
-  AttentionKernel saved = attention_kernel();
-  explicit KernelScope(AttentionKernel k) { set_attention_kernel(k); }
-  ~KernelScope() { set_attention_kernel(saved); }
+  kernels::AttentionKernel saved = kernels::attention_kernel();
+  explicit KernelScope(kernels::AttentionKernel k) { kernels::set_attention_kernel(k); }
+  ~KernelScope() { kernels::set_attention_kernel(saved); }
 };
 
 float max_relative_error(const torch::Tensor& got, const torch::Tensor& want) {
@@ -59,7 +59,7 @@ TEST_P(SelfAttentionVsSdpa, OutputAndGradientMatch) {
   if (std::string(c.mask) == "causal+padding") mask = causal_mask(c.tq, torch::kCPU) & lengths_mask(lengths, c.tq);
   const auto dout = torch::randn({c.batch, c.tq, c.d_model});
 
-  const auto got = short_self_attention(qkv, mask, c.heads);
+  const auto got = kernels::short_self_attention(qkv, mask, c.heads);
   const auto got_grad = torch::autograd::grad({got}, {qkv}, {dout})[0];
   const auto parts = qkv.chunk(3, -1);
   const auto want = reference(parts[0], parts[1], parts[2], mask, c.heads);
@@ -82,7 +82,7 @@ TEST(ShortAttention, CrossAttentionOutputAndGradientsMatchSdpa) {
     const auto kv = torch::randn({batch, tk, 2 * d}).requires_grad_(true);
     const auto mask = lengths_mask({tk, std::max<int64_t>(1, tk - 4), 1}, tk);
     const auto dout = torch::randn({batch, tq, d});
-    const auto got = short_cross_attention(q, kv, mask, heads);
+    const auto got = kernels::short_cross_attention(q, kv, mask, heads);
     const auto got_grads = torch::autograd::grad({got}, {q, kv}, {dout});
     const auto parts = kv.chunk(2, -1);
     const auto want = reference(q, parts[0], parts[1], mask, heads);
@@ -100,8 +100,9 @@ TEST(ShortAttention, RowStridedViewsAreReadWhereTheyLie) {
   const auto qkv = wide.narrow(2, 32, 3 * 32);
   const auto parts = qkv.chunk(3, -1);
   const auto mask = lengths_mask({9, 6}, 9);
-  EXPECT_LT(max_relative_error(short_self_attention(qkv, mask, 2), reference(parts[0], parts[1], parts[2], mask, 2)),
-            2e-6);
+  EXPECT_LT(
+      max_relative_error(kernels::short_self_attention(qkv, mask, 2), reference(parts[0], parts[1], parts[2], mask, 2)),
+      2e-6);
 }
 
 TEST(ShortAttention, QueryWithNoKeyGetsZerosAndNoGradient) {
@@ -109,22 +110,22 @@ TEST(ShortAttention, QueryWithNoKeyGetsZerosAndNoGradient) {
   const auto kv = torch::randn({1, 4, 64}).requires_grad_(true);
   auto mask = torch::ones({1, 1, 3, 4}, torch::kBool);
   mask.index_put_({0, 0, 1}, false);  // query 1 sees nothing
-  const auto out = short_cross_attention(q, kv, mask, 2);
+  const auto out = kernels::short_cross_attention(q, kv, mask, 2);
   EXPECT_EQ(out[0][1].abs().sum().item<float>(), 0.0f);
   const auto grads = torch::autograd::grad({out}, {q, kv}, {torch::ones_like(out)});
   EXPECT_EQ(grads[0][0][1].abs().sum().item<float>(), 0.0f);
 }
 
 TEST(ShortAttention, AppliesOnlyWhereItCan) {
-  KernelScope scope(AttentionKernel::kShort);
+  KernelScope scope(kernels::AttentionKernel::kShort);
   const auto x = torch::randn({2, 5, 64});
-  EXPECT_TRUE(use_short_attention(x, 64, 4, 5, 0.0));
-  EXPECT_FALSE(use_short_attention(x, 64, 8, 5, 0.0)) << "head dim 8 is not a multiple of 16";
-  EXPECT_FALSE(use_short_attention(x, 64, 4, 5, 0.1)) << "attention dropout";
-  EXPECT_FALSE(use_short_attention(x, 64, 4, 513, 0.0)) << "too many keys";
-  EXPECT_FALSE(use_short_attention(x.to(torch::kBFloat16), 64, 4, 5, 0.0)) << "bf16 (autocast)";
-  set_attention_kernel(AttentionKernel::kSdpa);
-  EXPECT_FALSE(use_short_attention(x, 64, 4, 5, 0.0)) << "not chosen";
+  EXPECT_TRUE(kernels::use_short_attention(x, 64, 4, 5, 0.0));
+  EXPECT_FALSE(kernels::use_short_attention(x, 64, 8, 5, 0.0)) << "head dim 8 is not a multiple of 16";
+  EXPECT_FALSE(kernels::use_short_attention(x, 64, 4, 5, 0.1)) << "attention dropout";
+  EXPECT_FALSE(kernels::use_short_attention(x, 64, 4, 513, 0.0)) << "too many keys";
+  EXPECT_FALSE(kernels::use_short_attention(x.to(torch::kBFloat16), 64, 4, 5, 0.0)) << "bf16 (autocast)";
+  kernels::set_attention_kernel(kernels::AttentionKernel::kSdpa);
+  EXPECT_FALSE(kernels::use_short_attention(x, 64, 4, 5, 0.0)) << "not chosen";
 }
 
 TEST(ShortAttention, TransformerLossAndGradientsMatchSdpa) {
@@ -138,7 +139,7 @@ TEST(ShortAttention, TransformerLossAndGradientsMatchSdpa) {
     src.index_put_({2, torch::indexing::Slice(7)}, 0);  // padding on both sides
     tgt.index_put_({1, torch::indexing::Slice(5)}, 0);
     const auto target = torch::randint(4, 50, {24}, torch::Generator(at::detail::createCPUGenerator(3)));
-    auto loss_and_grads = [&](AttentionKernel kernel) {
+    auto loss_and_grads = [&](kernels::AttentionKernel kernel) {
       KernelScope scope(kernel);
       model->zero_grad();
       auto logits = model->forward(src, tgt);
@@ -148,7 +149,8 @@ TEST(ShortAttention, TransformerLossAndGradientsMatchSdpa) {
       for (const auto& p : model->parameters()) out.push_back(p.grad().clone());
       return out;
     };
-    const auto want = loss_and_grads(AttentionKernel::kSdpa), got = loss_and_grads(AttentionKernel::kShort);
+    const auto want = loss_and_grads(kernels::AttentionKernel::kSdpa),
+               got = loss_and_grads(kernels::AttentionKernel::kShort);
     EXPECT_LT(max_relative_error(got[0], want[0]), 1e-5) << "loss, pre_norm " << pre_norm;
     for (size_t i = 1; i < want.size(); ++i)
       EXPECT_LT(max_relative_error(got[i], want[i]), 1e-4) << "parameter " << i << ", pre_norm " << pre_norm;
@@ -158,7 +160,7 @@ TEST(ShortAttention, TransformerLossAndGradientsMatchSdpa) {
 TEST(ShortAttention, Bf16AutocastTakesTheGeneralKernel) {
   // Under CPU autocast the projections come out bf16 while the layer's input is float32: the
   // choice must follow the projections (it once followed q and handed bf16 to the kernel).
-  KernelScope scope(AttentionKernel::kShort);
+  KernelScope scope(kernels::AttentionKernel::kShort);
   ModelConfig c;
   c.vocab_size = 50, c.d_model = 64, c.ffn_dim = 96, c.heads = 4, c.encoder_layers = 1, c.decoder_layers = 1;
   c.dropout = 0, c.pre_norm = true;

@@ -13,7 +13,8 @@
 namespace nmt::eval {
 namespace {
 
-using Fn = Candidates (*)(const torch::Tensor&, int64_t, const std::vector<int64_t>&, const std::vector<int64_t>&);
+using Fn = model::kernels::Candidates (*)(const torch::Tensor&, int64_t, const std::vector<int64_t>&,
+                                          const std::vector<int64_t>&);
 
 struct Expected {
   std::vector<float> log_probs;
@@ -45,7 +46,7 @@ Expected reference_row(const torch::Tensor& row, int64_t k, const std::vector<in
 
 void expect_matches_reference(Fn fn, const torch::Tensor& logits, int64_t k, const std::vector<int64_t>& banned,
                               const std::vector<int64_t>& forced, const char* what) {
-  const Candidates got = fn(logits, k, banned, forced);
+  const model::kernels::Candidates got = fn(logits, k, banned, forced);
   ASSERT_EQ(got.log_probs.sizes(), (std::vector<int64_t>{logits.size(0), k})) << what;
   ASSERT_EQ(got.tokens.sizes(), (std::vector<int64_t>{logits.size(0), k})) << what;
   ASSERT_TRUE(got.log_probs.device().is_cpu() && got.tokens.device().is_cpu()) << what;
@@ -65,7 +66,9 @@ void expect_matches_reference(Fn fn, const torch::Tensor& logits, int64_t k, con
 
 class TopCandidates : public ::testing::TestWithParam<bool> {
  protected:
-  Fn fn() const { return GetParam() ? &top_candidates : &top_candidates_with_torch_ops; }
+  Fn fn() const {
+    return GetParam() ? &model::kernels::top_candidates : &model::kernels::top_candidates_with_torch_ops;
+  }
 };
 
 TEST_P(TopCandidates, MatchLogSoftmaxAndSortOnRandomLogits) {
@@ -85,7 +88,7 @@ TEST_P(TopCandidates, BannedTokensAreNeverChosenButCountInTheNormalizer) {
   // Row 0's two largest logits belong to banned ids: the next ones are chosen, and their
   // log-probabilities still include the banned ids' mass.
   const torch::Tensor logits = torch::tensor({{9.0f, 1.0f, 8.0f, 2.0f, 3.0f}, {0.0f, 0.0f, 0.0f, 0.0f, 0.0f}});
-  const Candidates got = fn()(logits, 2, {0, 2}, {});
+  const model::kernels::Candidates got = fn()(logits, 2, {0, 2}, {});
   EXPECT_EQ(got.tokens[0][0].item<int64_t>(), 4);
   EXPECT_EQ(got.tokens[0][1].item<int64_t>(), 3);
   const double lse = std::log(std::exp(9.0) + std::exp(1.0) + std::exp(8.0) + std::exp(2.0) + std::exp(3.0));
@@ -105,7 +108,7 @@ TEST_P(TopCandidates, AForcedRowHasOnlyItsTokenAndOtherRowsAreUntouched) {
   const torch::Tensor logits = torch::randn({4, 300});
   const std::vector<int64_t> forced = {-1, 3, -1, 3};  // rows 1 and 3 at their length limit: EOS only
   expect_matches_reference(fn(), logits, 4, {0, 2}, forced, "forced");
-  const Candidates got = fn()(logits, 4, {0, 2}, forced);
+  const model::kernels::Candidates got = fn()(logits, 4, {0, 2}, forced);
   EXPECT_EQ(got.tokens[1][0].item<int64_t>(), 3);
   EXPECT_NEAR(got.log_probs[1][0].item<float>(), torch::log_softmax(logits[1], 0)[3].item<float>(), 1e-5);
   EXPECT_TRUE(std::isinf(got.log_probs[1][1].item<float>()));
@@ -114,7 +117,7 @@ TEST_P(TopCandidates, AForcedRowHasOnlyItsTokenAndOtherRowsAreUntouched) {
 TEST_P(TopCandidates, FewerAllowedTokensThanKFillWithMinusInfinity) {
   const torch::Tensor logits = torch::tensor({{0.5f, 1.5f, -1.0f, 2.0f}});
   expect_matches_reference(fn(), logits, 6, {0, 2}, {}, "small vocabulary");
-  const Candidates got = fn()(logits, 6, {0, 2}, {});
+  const model::kernels::Candidates got = fn()(logits, 6, {0, 2}, {});
   EXPECT_EQ(got.tokens[0][0].item<int64_t>(), 3);
   EXPECT_EQ(got.tokens[0][1].item<int64_t>(), 1);
   for (int64_t c = 2; c < 6; ++c) EXPECT_TRUE(std::isinf(got.log_probs[0][c].item<float>()));

@@ -56,7 +56,7 @@ TEST(Loss, FusedKernelMatchesLogSoftmaxChainAndItsGradient) {
       const auto target = torch::randint(0, v, {37}, torch::kInt64);
       const auto weights = torch::rand({37});
       auto z = base.clone().requires_grad_(true);
-      const RowLosses rows = fused_label_smoothed_cross_entropy(z.clone(), target, eps);
+      const model::kernels::RowLosses rows = model::kernels::fused_label_smoothed_cross_entropy(z.clone(), target, eps);
       (rows.loss * weights).sum().backward();
 
       auto z64 = base.to(torch::kFloat64).requires_grad_(true);
@@ -78,11 +78,14 @@ TEST(Loss, FusedKernelMatchesLogSoftmaxChainAndItsGradient) {
 
 TEST(Loss, FusedKernelRejectsBadInputAndASecondBackward) {
   const auto target = torch::tensor({0, 4}, torch::kInt64);
-  EXPECT_THROW(fused_label_smoothed_cross_entropy(torch::zeros({2, 4}), target, 0.1), c10::Error);  // id 4 of 4
-  EXPECT_THROW(fused_label_smoothed_cross_entropy(torch::zeros({2, 4}, torch::kFloat64), target, 0.1), c10::Error);
+  EXPECT_THROW(model::kernels::fused_label_smoothed_cross_entropy(torch::zeros({2, 4}), target, 0.1),
+               c10::Error);  // id 4 of 4
+  EXPECT_THROW(model::kernels::fused_label_smoothed_cross_entropy(torch::zeros({2, 4}, torch::kFloat64), target, 0.1),
+               c10::Error);
   auto z = torch::zeros({2, 5}).requires_grad_(true);
-  EXPECT_THROW(fused_label_smoothed_cross_entropy(z, target, 0.1), c10::Error);  // a leaf would be overwritten
-  const auto loss = fused_label_smoothed_cross_entropy(z * 1.0, target, 0.1).loss.sum();
+  EXPECT_THROW(model::kernels::fused_label_smoothed_cross_entropy(z, target, 0.1),
+               c10::Error);  // a leaf would be overwritten
+  const auto loss = model::kernels::fused_label_smoothed_cross_entropy(z * 1.0, target, 0.1).loss.sum();
   loss.backward({}, /*retain_graph=*/true);
   EXPECT_THROW(loss.backward(), c10::Error);
 }

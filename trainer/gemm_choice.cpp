@@ -145,10 +145,10 @@ std::string keep_checkpoint_gemm(const config::Config& cfg, const std::string& s
 }
 
 const char* choose_attention_kernel(const config::Config& cfg) {
-  const auto kernel = cfg.train.attention == config::Attention::kShort ? model::AttentionKernel::kShort
-                                                                        : model::AttentionKernel::kSdpa;
-  model::set_attention_kernel(kernel);
-  return model::attention_kernel_name(kernel);
+  const auto kernel = cfg.train.attention == config::Attention::kShort ? model::kernels::AttentionKernel::kShort
+                                                                        : model::kernels::AttentionKernel::kSdpa;
+  model::kernels::set_attention_kernel(kernel);
+  return model::kernels::attention_kernel_name(kernel);
 }
 
 }  // namespace nmt::trainer

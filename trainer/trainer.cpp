@@ -343,7 +343,7 @@ void Trainer::announce_start(bool resumed) {
   log_.info(fmt::format("model: {} parameters | device {} | ranks {} | backend {} | {} updates/epoch | threads {} | gemm {} | attention {}",
                         model::parameter_count(*model_), device_.str(), group_.world_size(), comm_->name(),
                         planner_->updates_per_epoch(), cfg_.train.threads, gemm_.why,
-                        model::attention_kernel_name(model::attention_kernel())));
+                        model::kernels::attention_kernel_name(model::kernels::attention_kernel())));
 }
 
 // One all-reduce decides for every rank: rank 0's clock, and any rank's signal.

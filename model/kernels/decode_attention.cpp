@@ -9,7 +9,7 @@
 #include "model/kernels/cpu_clones.h"
 #include "model/kernels/fast_exp.h"
 
-namespace nmt::model {
+namespace nmt::model::kernels {
 namespace {
 
 // Queries per pair up to which the kernel is used: a decoding step has one (self-attention,
@@ -169,4 +169,4 @@ torch::Tensor decode_self_attention(const torch::Tensor& q, const torch::Tensor&
   return out;
 }
 
-}  // namespace nmt::model
+}  // namespace nmt::model::kernels

@@ -7,7 +7,7 @@
 // heads already merged, as the output projection reads them.
 #include <torch/torch.h>
 
-namespace nmt::model {
+namespace nmt::model::kernels {
 
 // q: [B, H, Tq, D], k and v: [B, H, Tk, D], float32 CPU, each with its last dimension
 // contiguous (head views of [B, T, H * D] projections and cache slices qualify);
@@ -30,4 +30,4 @@ bool use_decode_attention(const torch::Tensor& q, const torch::Tensor& key_mask,
 torch::Tensor decode_self_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                     const torch::Tensor& history, int64_t heads);
 
-}  // namespace nmt::model
+}  // namespace nmt::model::kernels

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <cstdint>
 
-namespace nmt::model {
+namespace nmt::model::kernels {
 
 inline float exp_nonpositive(float x) {
   x = x < -87.0f ? -87.0f : x;  // a value select, not std::max's reference: keeps the loop vectorisable
@@ -24,4 +24,4 @@ inline float exp_nonpositive(float x) {
   return p * __builtin_bit_cast(float, bits);
 }
 
-}  // namespace nmt::model
+}  // namespace nmt::model::kernels

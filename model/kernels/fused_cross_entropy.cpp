@@ -9,11 +9,9 @@
 #include "model/kernels/cpu_clones.h"
 #include "model/kernels/fast_exp.h"
 
-namespace nmt::trainer {
+namespace nmt::model::kernels {
 
 namespace {
-
-using model::exp_nonpositive;
 
 struct RowStats {
   float max, sum_exp, sum_shifted;  // max_j z_j, sum_j exp(z_j - max), sum_j (z_j - max)
@@ -119,4 +117,4 @@ RowLosses fused_label_smoothed_cross_entropy(const torch::Tensor& logits, const 
   return {out[0], out[1]};
 }
 
-}  // namespace nmt::trainer
+}  // namespace nmt::model::kernels

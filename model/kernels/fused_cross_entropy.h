@@ -9,7 +9,7 @@
 // classifier): nothing of size [n, V] is allocated beyond the logits.
 #include <torch/torch.h>
 
-namespace nmt::trainer {
+namespace nmt::model::kernels {
 
 struct RowLosses {
   torch::Tensor loss;  // [n] smoothed loss per row, differentiable w.r.t. the logits
@@ -24,4 +24,4 @@ struct RowLosses {
 //   loss = (1 - eps) nll + (eps / V) sum_j (lse - z_j)      (= F.cross_entropy(label_smoothing=eps))
 RowLosses fused_label_smoothed_cross_entropy(const torch::Tensor& logits, const torch::Tensor& target, double epsilon);
 
-}  // namespace nmt::trainer
+}  // namespace nmt::model::kernels

@@ -8,7 +8,7 @@
 
 #include "model/kernels/cpu_clones.h"
 
-namespace nmt::model {
+namespace nmt::model::kernels {
 
 namespace {
 
@@ -171,4 +171,4 @@ torch::Tensor dropout_add(const torch::Tensor& x, const torch::Tensor& y, double
   return x.defined() ? DropoutAdd::apply(x, y, p) : Dropout::apply(y, p);
 }
 
-}  // namespace nmt::model
+}  // namespace nmt::model::kernels

@@ -10,7 +10,7 @@
 // restores; they do not depend on the thread count.
 #include <torch/torch.h>
 
-namespace nmt::model {
+namespace nmt::model::kernels {
 
 // x + dropout(y, p) when training, x + y otherwise; x undefined means plain dropout(y).
 // The fused path needs float32 contiguous CPU tensors of one shape; anything else (CUDA,
@@ -20,4 +20,4 @@ torch::Tensor dropout_add(const torch::Tensor& x, const torch::Tensor& y, double
 // The fused kernel's keep decision for element `index` under `key` (exposed for tests).
 bool dropout_keeps(uint64_t key, int64_t index, double p);
 
-}  // namespace nmt::model
+}  // namespace nmt::model::kernels

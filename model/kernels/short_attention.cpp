@@ -10,7 +10,7 @@
 #include "model/kernels/cpu_clones.h"
 #include "model/kernels/fast_exp.h"
 
-namespace nmt::model {
+namespace nmt::model::kernels {
 namespace {
 
 AttentionKernel current = AttentionKernel::kShort;
@@ -303,4 +303,4 @@ torch::Tensor short_cross_attention(const torch::Tensor& q, const torch::Tensor&
   return CrossAttention::apply(q, kv, mask_argument(mask), heads);
 }
 
-}  // namespace nmt::model
+}  // namespace nmt::model::kernels

@@ -13,7 +13,7 @@
 // reuses the stored probabilities (B * H * Tq * Tk floats, small at these lengths).
 #include <torch/torch.h>
 
-namespace nmt::model {
+namespace nmt::model::kernels {
 
 // Which kernel computes attention outside incremental decoding (train.attention).
 enum class AttentionKernel { kSdpa, kShort };
@@ -40,4 +40,4 @@ torch::Tensor short_self_attention(const torch::Tensor& qkv, const torch::Tensor
 torch::Tensor short_cross_attention(const torch::Tensor& q, const torch::Tensor& kv, const torch::Tensor& mask,
                                     int64_t heads);
 
-}  // namespace nmt::model
+}  // namespace nmt::model::kernels

@@ -9,7 +9,7 @@
 #include "model/kernels/cpu_clones.h"
 #include "model/kernels/fast_exp.h"
 
-namespace nmt::eval {
+namespace nmt::model::kernels {
 namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
@@ -27,7 +27,7 @@ NMT_CPU_CLONES float max_of(const float* z, int64_t n) {
 NMT_CPU_CLONES float sum_exp_shifted(const float* z, int64_t n, float shift) {
   float s = 0.0f;
 #pragma omp simd reduction(+ : s)
-  for (int64_t j = 0; j < n; ++j) s += model::exp_nonpositive(z[j] - shift);
+  for (int64_t j = 0; j < n; ++j) s += exp_nonpositive(z[j] - shift);
   return s;
 }
 
@@ -147,4 +147,4 @@ Candidates top_candidates(const torch::Tensor& logits, int64_t k, const std::vec
                                   : top_candidates_with_torch_ops(logits, k, banned, forced);
 }
 
-}  // namespace nmt::eval
+}  // namespace nmt::model::kernels

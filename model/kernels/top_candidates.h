@@ -10,7 +10,7 @@
 
 #include <vector>
 
-namespace nmt::eval {
+namespace nmt::model::kernels {
 
 struct Candidates {
   torch::Tensor log_probs;  // [rows, k] float32 on the CPU, best first; -inf where a row has fewer than k
@@ -28,4 +28,4 @@ Candidates top_candidates(const torch::Tensor& logits, int64_t k, const std::vec
 Candidates top_candidates_with_torch_ops(const torch::Tensor& logits, int64_t k, const std::vector<int64_t>& banned,
                                          const std::vector<int64_t>& forced);
 
-}  // namespace nmt::eval
+}  // namespace nmt::model::kernels
