@@ -41,7 +41,7 @@ fi
 tgt=$("$b/trainer/train" --config "$config" "${common[@]}" "${extra[@]}" --print-config |
       sed -n 's/^  tgt_lang: "\(.*\)"$/\1/p')
 hyp=$run/test_2016_flickr.hyp.$tgt
-echo "== evaluate $ckpt on test_2016_flickr (beam 5)"
+echo "== evaluate $ckpt on test_2016_flickr (beam and length penalty: the config's eval section)"
 "$b/eval/evaluate" --config "$config" "${common[@]}" "${extra[@]}" --checkpoint "$ckpt" --split test --output "$hyp"
 echo "== the same hypotheses, lowercased and Moses-tokenized (as Multi30k papers score)"
 ref=$raw/test_2016_flickr.$tgt
