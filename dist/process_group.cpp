@@ -2,10 +2,8 @@
 
 #include <mpi.h>
 
-#include <pthread.h>
 #include <unistd.h>
 
-#include <csignal>
 #include <cstdlib>
 #include <thread>
 
@@ -31,28 +29,6 @@ int slurm_local_id(int world_size) {
   if (id == nullptr || tasks == nullptr || std::atoi(tasks) != world_size) return -1;
   return std::atoi(id);
 }
-
-// The signals a job is stopped or interrupted by (base/stop_signal.h, base/signal_deferral.h),
-// blocked in this thread while MPI_Init starts Open MPI's threads (PMIx, the progress
-// engine), which inherit the mask: a process-directed signal then always lands on a thread of
-// ours. Delivered to one of Open MPI's threads instead, a SIGTERM whose handler only sets a
-// flag corrupted the heap under the training thread (3 of 3 stops of a tools/sweep.py run,
-// 1 of 2 of a direct one), presumably by waking a socket read that then tore the process down.
-class StopSignalsBlocked {
- public:
-  StopSignalsBlocked() {
-    sigset_t stop;
-    sigemptyset(&stop);
-    for (const int signal : {SIGINT, SIGTERM, SIGUSR1, SIGHUP}) sigaddset(&stop, signal);
-    pthread_sigmask(SIG_BLOCK, &stop, &before_);
-  }
-  ~StopSignalsBlocked() { pthread_sigmask(SIG_SETMASK, &before_, nullptr); }  // one pending now is delivered
-  StopSignalsBlocked(const StopSignalsBlocked&) = delete;
-  StopSignalsBlocked& operator=(const StopSignalsBlocked&) = delete;
-
- private:
-  sigset_t before_;
-};
 }  // namespace
 
 ProcessGroup::ProcessGroup(int* argc, char*** argv) {
@@ -63,7 +39,6 @@ ProcessGroup::ProcessGroup(int* argc, char*** argv) {
     // backward (autograd's own threads serve GPU tensors, whose collectives go through
     // NCCL). MULTIPLE is asked for because a watchdog may abort the job from its own
     // thread; abort() checks what was given instead of assuming it.
-    const StopSignalsBlocked blocked;
     if (MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &thread_level_) != MPI_SUCCESS)
       throw DistError("MPI_Init_thread failed");
   } else {

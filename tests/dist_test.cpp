@@ -1,17 +1,6 @@
 // Communicator and gradient reducer. Run alone (world size 1) by ctest, and under
 // `mpirun -np 2` (tests/CMakeLists.txt) where the collectives really reduce.
 #include <gtest/gtest.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
-#include <csignal>
-#include <cstdint>
-#include <filesystem>
-#include <fstream>
-#include <mutex>
-#include <set>
-#include <string>
-
 #include <torch/torch.h>
 
 #include "dist/communicator.h"
@@ -136,32 +125,6 @@ TEST(Reducer, SumsOverRanksAndStartsDuringBackward) {
     std::printf("rank %d: %lld of %zu buckets started during backward\n", r,
                 static_cast<long long>(reducer.started_during_backward()), reducer.buckets().size());
   }
-}
-
-// The threads Open MPI started inside MPI_Init (every thread here but this one and LibTorch's
-// workers, which this thread starts later) block the stop signals, so a SIGTERM, SIGINT,
-// SIGUSR1 or SIGHUP always lands on a thread of ours (dist/process_group.cpp says why).
-TEST(ProcessGroup, MpiThreadsNeverTakeAStopSignal) {
-  std::mutex mutex;
-  std::set<pid_t> ours{static_cast<pid_t>(getpid())};
-  at::parallel_for(0, 1024, 1, [&](int64_t, int64_t) {
-    const std::lock_guard<std::mutex> lock(mutex);
-    ours.insert(static_cast<pid_t>(syscall(SYS_gettid)));
-  });
-  int checked = 0;
-  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
-    const pid_t tid = std::stoi(task.path().filename().string());
-    if (ours.count(tid)) continue;
-    std::ifstream status(task.path() / "status");
-    std::string line;
-    uint64_t blocked = 0;
-    while (std::getline(status, line))
-      if (line.rfind("SigBlk:", 0) == 0) blocked = std::stoull(line.substr(7), nullptr, 16);
-    for (const int signal : {SIGINT, SIGTERM, SIGUSR1, SIGHUP})
-      EXPECT_TRUE(blocked & (uint64_t{1} << (signal - 1))) << "thread " << tid << " takes signal " << signal;
-    ++checked;
-  }
-  if (checked == 0) GTEST_SKIP() << "MPI_Init started no thread in this process: nothing to check";
 }
 
 TEST(NcclBackend, AllReduceOnGpu) {
