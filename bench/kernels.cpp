@@ -39,7 +39,7 @@ double median_ms(const std::function<void()>& fn) {
 
 int main(int argc, char** argv) {
   using nmt::bench::positive_arg;
-  nmt::trainer::keep_freed_memory_mapped();  // as in train: no page faults in the timings
+  nmt::runtime::keep_freed_memory_mapped();  // as in train: no page faults in the timings
   return nmt::bench::run_bench_main("kernels", [&] {
     if (argc > 4) throw std::invalid_argument("usage: kernels [ROWS] [VOCAB] [THREADS]");
     const int64_t n = positive_arg(argc, argv, 1, "ROWS", 1800), v = positive_arg(argc, argv, 2, "VOCAB", 8000);
@@ -54,7 +54,7 @@ int main(int argc, char** argv) {
     });
     const double chain = median_ms([&] {
       auto z = logits.clone().requires_grad_(true);
-      nmt::trainer::reference_label_smoothed_loss(z * 1.0, target, eps, n).loss.backward();
+      nmt::optim::reference_label_smoothed_loss(z * 1.0, target, eps, n).loss.backward();
     });
     const double baseline = median_ms([&] {  // the clone and multiply both variants pay
       auto z = logits.clone().requires_grad_(true);

@@ -42,7 +42,7 @@ model::Transformer load_model_for_inference(const config::Config& cfg, const dat
   Checkpoint ckpt = load_checkpoint(checkpoint_path);
   check_vocabulary(ckpt, checkpoint_path, manifest);
   const model::ModelConfig model_cfg = model_config_for(cfg, manifest);
-  check_fits(model_cfg, cfg, device, /*training=*/false);
+  runtime::check_fits(model_cfg, cfg, device, /*training=*/false);
   model::Transformer model(model_cfg);
   load_model_weights(*model, ckpt.model, checkpoint_path);
   model->to(device);

@@ -32,7 +32,7 @@ int bleu_command(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  nmt::trainer::keep_freed_memory_mapped();  // each decoding step's large tensors reuse pages
+  nmt::runtime::keep_freed_memory_mapped();  // each decoding step's large tensors reuse pages
   if (argc > 1 && std::string(argv[1]) == "bleu")
     return nmt::cli::run_main("evaluate bleu", [&] { return bleu_command(argc - 1, argv + 1); });
   nmt::dist::ProcessGroup group(&argc, &argv);
@@ -58,7 +58,7 @@ int main(int argc, char** argv) {
     nmt::config::Config cfg;
     if (!nmt::cli::resolve_config(args, nmt::config::Needs::kShards, &cfg)) return 0;
     torch::set_num_threads(static_cast<int>(cfg.train.threads));
-    const torch::Device device = nmt::checkpoint::choose_device(cfg.train, group.local_rank());
+    const torch::Device device = nmt::runtime::choose_device(cfg.train, group.local_rank());
     auto comm = nmt::dist::make_communicator(cfg.dist, group, device);
     // train.gemm, the same on every rank
     const auto gemm = nmt::trainer::choose_decoding_gemm(cfg, cfg.model, *comm, device);

@@ -7,7 +7,7 @@
 #include "trainer/trainer.h"
 
 int main(int argc, char** argv) {
-  nmt::trainer::keep_freed_memory_mapped();
+  nmt::runtime::keep_freed_memory_mapped();
   nmt::dist::ProcessGroup group(&argc, &argv);
   const std::string name = group.label("train");
   const int rc = nmt::cli::run_main(name, [&] {

@@ -12,7 +12,7 @@
 #include "trainer/decoding_gemm_choice.h"
 
 int main(int argc, char** argv) {
-  nmt::trainer::keep_freed_memory_mapped();  // each decoding step's large tensors reuse pages
+  nmt::runtime::keep_freed_memory_mapped();  // each decoding step's large tensors reuse pages
   return nmt::cli::run_main("translate", [&] {
     CLI::App app("Translate raw sentences (stdin or --input) with a checkpoint; detokenized output on stdout.");
     nmt::cli::ConfigArgs args;
@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
     nmt::config::Config cfg;
     if (!nmt::cli::resolve_config(args, nmt::config::Needs::kShards, &cfg)) return 0;
     torch::set_num_threads(static_cast<int>(cfg.train.threads));
-    const torch::Device device = nmt::checkpoint::choose_device(cfg.train, 0);
+    const torch::Device device = nmt::runtime::choose_device(cfg.train, 0);
     const auto gemm = nmt::trainer::decide_decoding_gemm(cfg, cfg.model, device);
     nmt::trainer::apply_decoding_gemm(gemm);
     const char* attention = nmt::trainer::choose_attention_kernel(cfg);

@@ -11,7 +11,7 @@
 #include "base/crc32c.h"
 #include "metrics/tensorboard_event.h"
 
-namespace nmt::trainer {
+namespace nmt::metrics {
 namespace {
 
 double now_seconds() {
@@ -62,4 +62,4 @@ void EventFileWriter::write_record(const std::string& bytes) {
     throw std::runtime_error(path_ + ": write failed: " + std::strerror(errno));
 }
 
-}  // namespace nmt::trainer
+}  // namespace nmt::metrics

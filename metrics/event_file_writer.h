@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-namespace nmt::trainer {
+namespace nmt::metrics {
 
 class EventFileWriter {
  public:
@@ -35,4 +35,4 @@ class EventFileWriter {
   std::FILE* file_ = nullptr;
 };
 
-}  // namespace nmt::trainer
+}  // namespace nmt::metrics

@@ -1,6 +1,6 @@
 #include "metrics/flops.h"
 
-namespace nmt::trainer {
+namespace nmt::metrics {
 
 double training_flops(const model::ModelConfig& c, const BatchShape& b) {
   const double d = static_cast<double>(c.d_model), f = static_cast<double>(c.ffn_dim);
@@ -18,4 +18,4 @@ double training_flops(const model::ModelConfig& c, const BatchShape& b) {
   return 3 * forward;
 }
 
-}  // namespace nmt::trainer
+}  // namespace nmt::metrics

@@ -7,7 +7,7 @@
 
 #include "model/model_config.h"
 
-namespace nmt::trainer {
+namespace nmt::metrics {
 
 struct BatchShape {
   int64_t sentences = 0, src_len = 0, tgt_len = 0;  // padded tensor shapes
@@ -16,4 +16,4 @@ struct BatchShape {
 
 double training_flops(const model::ModelConfig& c, const BatchShape& b);
 
-}  // namespace nmt::trainer
+}  // namespace nmt::metrics

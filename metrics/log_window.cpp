@@ -5,7 +5,7 @@
 
 #include "base/elapsed.h"
 
-namespace nmt::trainer {
+namespace nmt::metrics {
 
 void LogWindow::add(double loss_sum, double nll_sum, int64_t tokens, double grad_norm, double lr) {
   loss_ += loss_sum;
@@ -41,4 +41,4 @@ double eta_seconds(int64_t max_updates, double max_minutes, int64_t update, int6
   return eta;
 }
 
-}  // namespace nmt::trainer
+}  // namespace nmt::metrics

@@ -5,7 +5,7 @@
 #include <chrono>
 #include <cstdint>
 
-namespace nmt::trainer {
+namespace nmt::metrics {
 
 class LogWindow {
  public:
@@ -34,4 +34,4 @@ class LogWindow {
 // first, from the average update time since this process started; NaN without a limit.
 double eta_seconds(int64_t max_updates, double max_minutes, int64_t update, int64_t first_update, double elapsed_s);
 
-}  // namespace nmt::trainer
+}  // namespace nmt::metrics

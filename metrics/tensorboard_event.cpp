@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-namespace nmt::trainer::tensorboard {
+namespace nmt::metrics::tensorboard {
 namespace {
 
 // Protobuf wire types.
@@ -74,4 +74,4 @@ std::string scalars_event(double wall_time, int64_t step, const std::vector<std:
   return out;
 }
 
-}  // namespace nmt::trainer::tensorboard
+}  // namespace nmt::metrics::tensorboard

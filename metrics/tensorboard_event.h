@@ -19,10 +19,10 @@
 #include <utility>
 #include <vector>
 
-namespace nmt::trainer::tensorboard {
+namespace nmt::metrics::tensorboard {
 
 std::string file_version_event(double wall_time, const std::string& version);
 std::string session_start_event(double wall_time, int64_t step);
 std::string scalars_event(double wall_time, int64_t step, const std::vector<std::pair<std::string, float>>& values);
 
-}  // namespace nmt::trainer::tensorboard
+}  // namespace nmt::metrics::tensorboard

@@ -10,7 +10,7 @@
 #include "base/file_error.h"
 #include "dist/process_group.h"
 
-namespace nmt::trainer {
+namespace nmt::metrics {
 
 namespace {
 
@@ -81,4 +81,4 @@ void TrainLog::start_tensorboard(int64_t first_step) {
   info("tensorboard: writing " + events_->path() + " (tensorboard --logdir " + save_dir_ + ")");
 }
 
-}  // namespace nmt::trainer
+}  // namespace nmt::metrics

@@ -10,7 +10,7 @@
 
 #include "metrics/event_file_writer.h"
 
-namespace nmt::trainer {
+namespace nmt::metrics {
 
 class TrainLog {
  public:
@@ -35,4 +35,4 @@ class TrainLog {
   std::string save_dir_;
 };
 
-}  // namespace nmt::trainer
+}  // namespace nmt::metrics

@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-namespace nmt::trainer {
+namespace nmt::optim {
 
 Adam::Adam(std::vector<std::pair<std::string, torch::Tensor>> named_params, const config::OptimConfig& cfg)
     : params_(std::move(named_params)), cfg_(cfg) {
@@ -68,4 +68,4 @@ void Adam::load_state_dict(const c10::Dict<std::string, c10::Dict<std::string, t
   }
 }
 
-}  // namespace nmt::trainer
+}  // namespace nmt::optim

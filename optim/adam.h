@@ -9,7 +9,7 @@
 
 #include "config/config.h"
 
-namespace nmt::trainer {
+namespace nmt::optim {
 
 class Adam {
  public:
@@ -38,4 +38,4 @@ class Adam {
   config::OptimConfig cfg_;
 };
 
-}  // namespace nmt::trainer
+}  // namespace nmt::optim

@@ -2,7 +2,7 @@
 
 #include "model/kernels/fused_cross_entropy.h"
 
-namespace nmt::trainer {
+namespace nmt::optim {
 
 LossSums label_smoothed_loss(const torch::Tensor& hidden, const torch::Tensor& target, int64_t pad, double epsilon,
                              const std::function<torch::Tensor(const torch::Tensor&)>& project) {
@@ -40,4 +40,4 @@ LossSums reference_label_smoothed_loss(const torch::Tensor& logits, const torch:
   return out;
 }
 
-}  // namespace nmt::trainer
+}  // namespace nmt::optim

@@ -2,7 +2,7 @@
 // Label-smoothed cross-entropy, computed only at non-pad target positions.
 #include <torch/torch.h>
 
-namespace nmt::trainer {
+namespace nmt::optim {
 
 struct LossSums {
   torch::Tensor loss;  // scalar: sum over tokens of the smoothed loss (what is minimised)
@@ -24,4 +24,4 @@ LossSums label_smoothed_loss(const torch::Tensor& hidden, const torch::Tensor& t
 LossSums reference_label_smoothed_loss(const torch::Tensor& logits, const torch::Tensor& target, double epsilon,
                                        int64_t tokens);
 
-}  // namespace nmt::trainer
+}  // namespace nmt::optim

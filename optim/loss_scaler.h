@@ -6,7 +6,7 @@
 // an overflow that a lower scale fixes, and train.nonfinite decides what happens.
 #include <cstdint>
 
-namespace nmt::trainer {
+namespace nmt::optim {
 
 class LossScaler {
  public:
@@ -41,4 +41,4 @@ class LossScaler {
   int64_t growth_interval_, good_steps_ = 0;
 };
 
-}  // namespace nmt::trainer
+}  // namespace nmt::optim

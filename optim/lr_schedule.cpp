@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-namespace nmt::trainer {
+namespace nmt::optim {
 
 using config::ScheduleType;
 
@@ -40,4 +40,4 @@ double LrSchedule::lr(int64_t update) const {
   return cfg_.lr;
 }
 
-}  // namespace nmt::trainer
+}  // namespace nmt::optim

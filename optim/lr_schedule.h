@@ -4,7 +4,7 @@
 
 #include "config/config.h"
 
-namespace nmt::trainer {
+namespace nmt::optim {
 
 class LrSchedule {
  public:
@@ -26,4 +26,4 @@ class LrSchedule {
   int64_t total_;  // decaying schedules: the update at which min_lr is reached
 };
 
-}  // namespace nmt::trainer
+}  // namespace nmt::optim

@@ -2,7 +2,7 @@
 
 #include "config/config_error.h"
 
-namespace nmt::checkpoint {
+namespace nmt::runtime {
 
 torch::Device choose_device(const config::TrainConfig& cfg, int local_rank) {
   if (cfg.device == config::Device::kCpu) return torch::kCPU;
@@ -13,4 +13,4 @@ torch::Device choose_device(const config::TrainConfig& cfg, int local_rank) {
   return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank % torch::cuda::device_count()));
 }
 
-}  // namespace nmt::checkpoint
+}  // namespace nmt::runtime

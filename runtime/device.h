@@ -4,9 +4,9 @@
 
 #include "config/config.h"
 
-namespace nmt::checkpoint {
+namespace nmt::runtime {
 
 // train.device: auto = CUDA device `local_rank` when CUDA is available, else CPU.
 torch::Device choose_device(const config::TrainConfig& cfg, int local_rank);
 
-}  // namespace nmt::checkpoint
+}  // namespace nmt::runtime

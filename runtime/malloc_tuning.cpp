@@ -6,7 +6,7 @@
 #include <climits>
 #endif
 
-namespace nmt::trainer {
+namespace nmt::runtime {
 
 void keep_freed_memory_mapped() {
 #if defined(__GLIBC__)
@@ -15,4 +15,4 @@ void keep_freed_memory_mapped() {
 #endif
 }
 
-}  // namespace nmt::trainer
+}  // namespace nmt::runtime

@@ -2,7 +2,7 @@
 // Process-wide glibc malloc settings for training and decoding on the CPU (train,
 // evaluate, translate: a decoding step allocates and frees tensors of the same shapes too).
 
-namespace nmt::trainer {
+namespace nmt::runtime {
 
 // LibTorch's CPU allocator is plain malloc. By default glibc serves every block over its
 // (dynamic, at most 32 MiB) mmap threshold with a fresh mmap and gives it back with munmap
@@ -13,4 +13,4 @@ namespace nmt::trainer {
 // Call once, first thing in main. A no-op where the C library is not glibc.
 void keep_freed_memory_mapped();
 
-}  // namespace nmt::trainer
+}  // namespace nmt::runtime

@@ -15,7 +15,7 @@
 #include <cuda_runtime.h>
 #endif
 
-namespace nmt::checkpoint {
+namespace nmt::runtime {
 
 MemoryEstimate estimate_memory(const model::ModelConfig& m, int64_t tokens, bool training) {
   const double d = static_cast<double>(m.d_model), f = static_cast<double>(m.ffn_dim),
@@ -123,4 +123,4 @@ void check_fits(const model::ModelConfig& model, const config::Config& cfg, cons
       " activations) but " + device.str() + " has " + gb(have.bytes) + " " + have.limited_by);
 }
 
-}  // namespace nmt::checkpoint
+}  // namespace nmt::runtime

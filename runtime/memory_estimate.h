@@ -11,7 +11,7 @@
 #include "config/config.h"
 #include "model/model_config.h"
 
-namespace nmt::checkpoint {
+namespace nmt::runtime {
 
 struct MemoryEstimate {
   double parameters = 0;   // bytes of parameters (+ gradients and Adam state when training)
@@ -37,4 +37,4 @@ AvailableMemory available_memory(const torch::Device& device);
 // estimate exceeds it.
 void check_fits(const model::ModelConfig& model, const config::Config& cfg, const torch::Device& device, bool training);
 
-}  // namespace nmt::checkpoint
+}  // namespace nmt::runtime

@@ -14,7 +14,7 @@
 
 namespace fs = std::filesystem;
 
-namespace nmt::trainer {
+namespace nmt::runtime {
 
 RunLock::RunLock(const std::string& save_dir, bool active) {
   if (!active) return;
@@ -49,4 +49,4 @@ RunLock::~RunLock() {
   if (fd_ >= 0) ::close(fd_);  // releases the lock
 }
 
-}  // namespace nmt::trainer
+}  // namespace nmt::runtime

@@ -5,7 +5,7 @@
 // lock when its holder dies, however it dies: a stale lock never blocks.
 #include <string>
 
-namespace nmt::trainer {
+namespace nmt::runtime {
 
 class RunLock {
  public:
@@ -20,4 +20,4 @@ class RunLock {
   int fd_ = -1;
 };
 
-}  // namespace nmt::trainer
+}  // namespace nmt::runtime

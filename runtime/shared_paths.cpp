@@ -15,7 +15,7 @@
 
 namespace fs = std::filesystem;
 
-namespace nmt::trainer {
+namespace nmt::runtime {
 namespace {
 
 std::string read_file(const fs::path& p) {
@@ -88,4 +88,4 @@ void check_every_rank_sees_the_run(const config::Config& cfg, dist::Communicator
                                   cfg.train.save_dir, fmt::join(bad, ", "), seen[0].host, probe.string()));
 }
 
-}  // namespace nmt::trainer
+}  // namespace nmt::runtime

@@ -8,8 +8,8 @@
 #include "dist/communicator.h"
 #include "dist/process_group.h"
 
-namespace nmt::trainer {
+namespace nmt::runtime {
 
 void check_every_rank_sees_the_run(const config::Config& cfg, dist::Communicator& comm);
 
-}  // namespace nmt::trainer
+}  // namespace nmt::runtime

@@ -22,7 +22,8 @@ TEST(Loss, LabelSmoothedMatchesHandComputation) {
   const double lse = std::log(std::exp(1.0) + std::exp(2.0) + std::exp(0.5));
   const double lp[3] = {1.0 - lse, 2.0 - lse, 0.5 - lse};
   const double want = (1 - eps) * -lp[1] + eps / 3 * (-lp[0] - lp[1] - lp[2]);
-  const auto l = label_smoothed_loss(logits.to(torch::kFloat32), target, 0, eps, [](const torch::Tensor& h) { return h; });
+  const auto l =
+      optim::label_smoothed_loss(logits.to(torch::kFloat32), target, 0, eps, [](const torch::Tensor& h) { return h; });
   EXPECT_EQ(l.tokens, 1);
   EXPECT_NEAR(l.loss.item<double>(), want, 1e-5);
   EXPECT_NEAR(l.nll.item<double>(), -lp[1], 1e-5);
@@ -35,7 +36,7 @@ TEST(Loss, EqualsPyTorchCrossEntropyWithLabelSmoothing) {
   target.index_put_({torch::indexing::Slice(), torch::indexing::Slice(4, 6)}, 0);
   target[3][2] = 0;
   for (double eps : {0.0, 0.1, 0.3}) {
-    const auto ours = label_smoothed_loss(logits, target, 0, eps, [](const torch::Tensor& h) { return h; });
+    const auto ours = optim::label_smoothed_loss(logits, target, 0, eps, [](const torch::Tensor& h) { return h; });
     namespace F = torch::nn::functional;
     const auto ref = F::cross_entropy(
         logits.view({-1, 11}), target.view({-1}),
@@ -98,7 +99,7 @@ TEST(Schedule, NoamRisesToItsPeakAtWarmupThenDecays) {
   c.type = config::ScheduleType::kNoam;
   c.factor = 2.0;
   c.warmup_updates = 4000;
-  LrSchedule s(c, 512, /*max_updates=*/0);
+  optim::LrSchedule s(c, 512, /*max_updates=*/0);
   EXPECT_NEAR(s.lr(1), 3.493856214843422e-07, 1e-19);
   EXPECT_NEAR(s.lr(10), 3.4938562148434215e-06, 1e-18);
   EXPECT_NEAR(s.lr(3999), 1.3971931003158842e-3, 1e-16);
@@ -115,13 +116,13 @@ TEST(Schedule, InverseSqrtWarmsUpThenDecaysAsOneOverSqrt) {
   c.lr = 1e-3;
   c.warmup_updates = 100;
   c.warmup_init_lr = 1e-7;
-  LrSchedule s(c, 512, /*max_updates=*/0);
+  optim::LrSchedule s(c, 512, /*max_updates=*/0);
   EXPECT_NEAR(s.lr(1), 1.0099e-5, 1e-18);
   EXPECT_NEAR(s.lr(50), 5.0005e-4, 1e-17);
   EXPECT_NEAR(s.lr(100), 1e-3, 1e-18);
   EXPECT_NEAR(s.lr(400), 5e-4, 1e-18);
   c.type = config::ScheduleType::kConstant;
-  EXPECT_EQ(LrSchedule(c, 512, 0).lr(12345), 1e-3);
+  EXPECT_EQ(optim::LrSchedule(c, 512, 0).lr(12345), 1e-3);
 }
 
 // Values worked out by hand for lr 1e-3, min_lr 1e-5, warmup 100, total 1100 updates:
@@ -132,7 +133,7 @@ TEST(Schedule, CosineAndLinearDecayToMinLrAtTheBudget) {
   c.min_lr = 1e-5;
   c.warmup_updates = 100;
   c.type = config::ScheduleType::kCosine;
-  const LrSchedule cosine(c, 512, /*max_updates=*/1100);
+  const optim::LrSchedule cosine(c, 512, /*max_updates=*/1100);
   EXPECT_NEAR(cosine.lr(50), 5e-4, 1e-18);                    // warmup from 0: half way
   EXPECT_NEAR(cosine.lr(100), 1e-3, 1e-18);                   // peak
   EXPECT_NEAR(cosine.lr(350), 8.550178566873410e-4, 1e-15);   // t = 1/4: (1 + 0.70710678) / 2 = 0.85355339
@@ -140,13 +141,13 @@ TEST(Schedule, CosineAndLinearDecayToMinLrAtTheBudget) {
   EXPECT_NEAR(cosine.lr(1100), 1e-5, 1e-18);                  // the budget's last update
   EXPECT_NEAR(cosine.lr(5000), 1e-5, 1e-18);                  // and beyond (a resumed, extended run)
   c.type = config::ScheduleType::kLinear;
-  const LrSchedule linear(c, 512, 1100);
+  const optim::LrSchedule linear(c, 512, 1100);
   EXPECT_NEAR(linear.lr(350), 7.525e-4, 1e-15);               // 1e-5 + 9.9e-4 * 0.75
   EXPECT_NEAR(linear.lr(600), 5.05e-4, 1e-15);
   EXPECT_NEAR(linear.lr(1100), 1e-5, 1e-18);
   // schedule.total_updates, when set, wins over the run's budget.
   c.total_updates = 600;
-  EXPECT_NEAR(LrSchedule(c, 512, 1100).lr(350), 1e-5 + 9.9e-4 * 0.5, 1e-15);
+  EXPECT_NEAR(optim::LrSchedule(c, 512, 1100).lr(350), 1e-5 + 9.9e-4 * 0.5, 1e-15);
 }
 
 TEST(Adam, MatchesLibTorchAdamW) {
@@ -155,7 +156,7 @@ TEST(Adam, MatchesLibTorchAdamW) {
   auto b = a.detach().clone().requires_grad_(true);
   config::OptimConfig oc;
   oc.weight_decay = 0.01;
-  Adam ours({{"w", a}}, oc);
+  optim::Adam ours({{"w", a}}, oc);
   torch::optim::AdamW ref({b}, torch::optim::AdamWOptions(1e-2).betas({0.9, 0.98}).eps(1e-9).weight_decay(0.01));
   for (int step = 0; step < 5; ++step) {
     const auto target = torch::randn({5, 3});
@@ -171,16 +172,16 @@ TEST(Adam, MatchesLibTorchAdamW) {
 
 TEST(Adam, StateRoundTripsAndRejectsMismatch) {
   auto p = torch::randn({4}).requires_grad_(true);
-  Adam a({{"p", p}}, config::OptimConfig{});
+  optim::Adam a({{"p", p}}, config::OptimConfig{});
   p.mutable_grad() = torch::ones({4});
   a.step(0.1);
-  Adam b({{"p", p}}, config::OptimConfig{});
+  optim::Adam b({{"p", p}}, config::OptimConfig{});
   b.load_state_dict(a.state_dict());
   EXPECT_TRUE(b.state_dict().at("p").at("exp_avg").equal(a.state_dict().at("p").at("exp_avg")));
   auto q = torch::randn({5}).requires_grad_(true);
-  Adam c({{"p", q}}, config::OptimConfig{});
+  optim::Adam c({{"p", q}}, config::OptimConfig{});
   EXPECT_THROW(c.load_state_dict(a.state_dict()), std::runtime_error);
-  Adam d({{"other", p}}, config::OptimConfig{});
+  optim::Adam d({{"other", p}}, config::OptimConfig{});
   EXPECT_THROW(d.load_state_dict(a.state_dict()), std::runtime_error);
 }
 
@@ -195,7 +196,7 @@ TEST(Adam, UntouchedParametersKeepValueMomentsAndStep) {
   auto reference = skipped.detach().clone().requires_grad_(true);
   config::OptimConfig oc;
   oc.weight_decay = 0.01;
-  Adam ours({{"skipped", skipped}, {"zeroed", zeroed}}, oc);
+  optim::Adam ours({{"skipped", skipped}, {"zeroed", zeroed}}, oc);
   torch::optim::AdamW ref({reference}, torch::optim::AdamWOptions(1e-2).betas({0.9, 0.98}).eps(1e-9).weight_decay(0.01));
   const auto first_grad = torch::randn({4});
   for (auto* p : {&skipped, &zeroed, &reference}) p->mutable_grad() = first_grad.clone();
@@ -223,7 +224,7 @@ namespace nmt::trainer {
 namespace {
 
 TEST(LossScaler, OverflowHalvesCleanStepsGrowAndTheFloorHolds) {
-  LossScaler s(/*init_scale=*/4, /*growth_interval=*/3);
+  optim::LossScaler s(/*init_scale=*/4, /*growth_interval=*/3);
   s.clean_step();
   EXPECT_TRUE(s.lower_after_overflow());  // overflow: 4 -> 2, and the clean run starts over
   EXPECT_EQ(s.scale(), 2);
@@ -242,11 +243,11 @@ TEST(LossScaler, OverflowHalvesCleanStepsGrowAndTheFloorHolds) {
 // Two applied updates of 100 and 300 target tokens: loss and nll per token over the
 // window, the mean gradient norm, and the learning rate of the last applied update.
 TEST(LogWindow, AveragesPerTokenAndKeepsTheLastAppliedLr) {
-  LogWindow w;
+  metrics::LogWindow w;
   EXPECT_TRUE(w.empty());
   w.add(/*loss_sum=*/250.0, /*nll_sum=*/200.0, /*tokens=*/100, /*grad_norm=*/1.0, /*lr=*/1e-3);
   w.add(350.0, 300.0, 300, 3.0, 2e-3);
-  const LogWindow::Summary s = w.close();
+  const metrics::LogWindow::Summary s = w.close();
   EXPECT_DOUBLE_EQ(s.loss, 1.5);   // 600 / 400
   EXPECT_DOUBLE_EQ(s.nll, 1.25);   // 500 / 400
   EXPECT_DOUBLE_EQ(s.grad_norm, 2.0);
@@ -259,11 +260,11 @@ TEST(LogWindow, AveragesPerTokenAndKeepsTheLastAppliedLr) {
 // At update 40 of 100, 30 of them by this process in 60 s (2 s each): 60 updates, 120 s
 // left. A 5-minute limit with 60 s gone leaves 240 s: the earlier end wins.
 TEST(LogWindow, EtaIsTheEarlierOfTheUpdateAndTimeBudgets) {
-  EXPECT_DOUBLE_EQ(eta_seconds(100, 0, /*update=*/40, /*first_update=*/10, /*elapsed_s=*/60), 120.0);
-  EXPECT_DOUBLE_EQ(eta_seconds(100, 5, 40, 10, 60), 120.0);
-  EXPECT_DOUBLE_EQ(eta_seconds(1000, 5, 40, 10, 60), 240.0);
-  EXPECT_DOUBLE_EQ(eta_seconds(0, 5, 40, 10, 60), 240.0);
-  EXPECT_TRUE(std::isnan(eta_seconds(0, 0, 40, 10, 60)));
+  EXPECT_DOUBLE_EQ(metrics::eta_seconds(100, 0, /*update=*/40, /*first_update=*/10, /*elapsed_s=*/60), 120.0);
+  EXPECT_DOUBLE_EQ(metrics::eta_seconds(100, 5, 40, 10, 60), 120.0);
+  EXPECT_DOUBLE_EQ(metrics::eta_seconds(1000, 5, 40, 10, 60), 240.0);
+  EXPECT_DOUBLE_EQ(metrics::eta_seconds(0, 5, 40, 10, 60), 240.0);
+  EXPECT_TRUE(std::isnan(metrics::eta_seconds(0, 0, 40, 10, 60)));
 }
 
 }  // namespace

@@ -50,7 +50,7 @@ GemmDecision decide_decoding_gemm(const config::Config& cfg, const model::ModelC
   // The timing allocates each weight: a model that cannot fit is refused first, as at its load.
   model::ModelConfig sized = model;
   sized.vocab_size = vocab_of(cfg, model);
-  checkpoint::check_fits(sized, cfg, device, /*training=*/false);
+  runtime::check_fits(sized, cfg, device, /*training=*/false);
   const auto shapes = k::transformer_weight_shapes(model.d_model, model.ffn_dim, sized.vocab_size);
   switch (cfg.train.gemm) {
     case config::Gemm::kMkl:

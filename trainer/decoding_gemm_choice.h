@@ -16,7 +16,7 @@
 namespace nmt::trainer {
 
 // Measured on this process alone; sets nothing. Throws config::ConfigError for onednn where it
-// cannot be loaded, and for a model that does not fit in memory (checkpoint::check_fits). On
+// cannot be loaded, and for a model that does not fit in memory (runtime::check_fits). On
 // CUDA: MKL and no plan (no CPU GEMM runs).
 GemmDecision decide_decoding_gemm(const config::Config& cfg, const model::ModelConfig& model,
                                   const torch::Device& device);

@@ -39,7 +39,7 @@ std::vector<std::pair<std::string, torch::Tensor>> named_params(torch::nn::Modul
 
 Trainer::Trainer(const config::Config& cfg, const dist::ProcessGroup& group, BleuValidator bleu)
     : cfg_(cfg), group_(group), run_lock_(cfg.train.save_dir, group.is_main()),
-      device_(checkpoint::choose_device(cfg.train, group.local_rank())),
+      device_(runtime::choose_device(cfg.train, group.local_rank())),
       schedule_(cfg.schedule, cfg.model.d_model, cfg.train.max_updates), log_(cfg.train.save_dir, group.is_main()), bleu_(std::move(bleu)) {
   torch::set_num_threads(static_cast<int>(cfg_.train.threads));
   runtime::configure_cuda_math(cfg_.train);
@@ -49,7 +49,7 @@ Trainer::Trainer(const config::Config& cfg, const dist::ProcessGroup& group, Ble
     for (const std::string& old : base::remove_stale_temporaries(cfg_.train.save_dir, /*all=*/true))
       log_.info("removed " + old + ", left by an interrupted run");
   comm_ = dist::make_communicator(cfg_.dist, group_, device_);
-  check_every_rank_sees_the_run(cfg_, *comm_);  // before any rank reads shards: one message names the host
+  runtime::check_every_rank_sees_the_run(cfg_, *comm_);  // before any rank reads shards: one message names the host
   train_ = std::make_unique<data::ShardedCorpus>(cfg_.data.shard_dir, cfg_.data.train_split);
   valid_ = std::make_unique<data::ShardedCorpus>(cfg_.data.shard_dir, cfg_.data.valid_split);
   special_ = train_->manifest().special;
@@ -76,7 +76,7 @@ Trainer::Trainer(const config::Config& cfg, const dist::ProcessGroup& group, Ble
   // Same seed on every rank: identical initial parameters (rank 0's are broadcast anyway).
   torch::manual_seed(static_cast<uint64_t>(cfg_.train.seed));
   const model::ModelConfig model_cfg = checkpoint::model_config_for(cfg_, train_->manifest());
-  checkpoint::check_fits(model_cfg, cfg_, device_, /*training=*/true);  // before allocating anything large
+  runtime::check_fits(model_cfg, cfg_, device_, /*training=*/true);  // before allocating anything large
   model_ = model::Transformer(model_cfg);
   // train.gemm and, under oneDNN, the transposed-forward shapes (collective where measured).
   // Timing draws from a generator of its own, so the seeded stream that made the parameters
@@ -85,7 +85,7 @@ Trainer::Trainer(const config::Config& cfg, const dist::ProcessGroup& group, Ble
   choose_attention_kernel(cfg_);
   model_->to(device_);
   model_->train();
-  optim_ = std::make_unique<Adam>(named_params(*model_), cfg_.optim);
+  optim_ = std::make_unique<optim::Adam>(named_params(*model_), cfg_.optim);
   reducer_ = std::make_unique<dist::GradReducer>(model_->parameters(), *comm_, cfg_.dist.bucket_mb,
                                                   cfg_.dist.overlap, cfg_.dist.deterministic_reduce,
                                                   dist::wire_dtype(cfg_.dist.grad_dtype));
@@ -164,8 +164,8 @@ std::vector<data::Batch> Trainer::load_micro_batches(const std::vector<data::Mic
     r.local_src_tokens += b.src_tokens;
     r.local_tgt_tokens += b.tgt_tokens;
     r.local_padded += b.src.numel() + b.tgt_out.numel();
-    r.local_flops += training_flops(model_->config(), {b.src.size(0), b.src.size(1), b.tgt_out.size(1), b.src_tokens,
-                                                       b.tgt_tokens});
+    r.local_flops += metrics::training_flops(
+        model_->config(), {b.src.size(0), b.src.size(1), b.tgt_out.size(1), b.src_tokens, b.tgt_tokens});
   }
   return batches;
 }
@@ -187,12 +187,12 @@ void Trainer::forward_backward(const std::vector<data::Batch>& batches, StepResu
     if (last) reducer_->arm();  // all-reduce only after the final micro-batch's backward
     const data::Batch& b = batches[k];
     if (b.empty()) continue;
-    LossSums l;
+    optim::LossSums l;
     {
       AutocastScope autocast(device_, cfg_.train.precision);
       torch::Tensor hidden = model_->forward_hidden(b.src.to(device_), b.tgt_in.to(device_));
-      l = label_smoothed_loss(hidden, b.tgt_out.to(device_), special_.pad, cfg_.optim.label_smoothing,
-                              [&](const torch::Tensor& h) { return model_->project(h); });
+      l = optim::label_smoothed_loss(hidden, b.tgt_out.to(device_), special_.pad, cfg_.optim.label_smoothing,
+                                     [&](const torch::Tensor& h) { return model_->project(h); });
     }
     if (cfg_.debug.nan_update > 0 && update_ + 1 >= cfg_.debug.nan_update &&
         update_ + 1 < cfg_.debug.nan_update + cfg_.debug.nan_count)
@@ -260,7 +260,7 @@ bool Trainer::skip_nonfinite_update(StepResult& r, std::vector<torch::Tensor>& g
                            ? fmt::format("the loss is {}", r.loss)
                            : fmt::format("non-finite gradient in parameter '{}'", nonfinite_parameter());
     if (fp16 && std::isfinite(r.loss))
-      what += fmt::format(" at the fp16 loss scale's floor {}", LossScaler::kMinScale);
+      what += fmt::format(" at the fp16 loss scale's floor {}", optim::LossScaler::kMinScale);
     r.skipped = handle_nonfinite(what);
   }
   optim_->zero_grad();
@@ -359,9 +359,9 @@ Trainer::StopVote Trainer::vote_to_stop(const base::StopSignal& signals, double 
   return vote;
 }
 
-void Trainer::log_window(const LogWindow::Summary& w, int64_t first_update, double elapsed_s) {
+void Trainer::log_window(const metrics::LogWindow::Summary& w, int64_t first_update, double elapsed_s) {
   const double eta =
-      eta_seconds(cfg_.train.max_updates, cfg_.train.max_minutes, update_, first_update, elapsed_s);
+      metrics::eta_seconds(cfg_.train.max_updates, cfg_.train.max_minutes, update_, first_update, elapsed_s);
   log_.info(fmt::format("update {:>6} | epoch {:>3} | loss {:.4f} | nll {:.4f} | ppl {:.2f} | lr {:.3e} | "
                         "{:.0f} tgt tok/s | elapsed {} | ETA {}",
                         update_, epoch_, w.loss, w.nll, std::exp(w.nll), w.lr, w.tokens_per_s,
@@ -385,7 +385,7 @@ void Trainer::run(const std::string& resume) {
   base::StopSignal signals;
   const auto t0 = std::chrono::steady_clock::now();
   const int64_t first_update = update_;
-  LogWindow window;
+  metrics::LogWindow window;
   int stop_signal = 0;
   for (;;) {
     comm_->set_phase(fmt::format("update {} (start)", update_ + 1));

@@ -126,13 +126,13 @@ class Trainer {
     int signal = 0;            // a signal some rank received (SIGTERM for ranks that received none)
   };
   StopVote vote_to_stop(const base::StopSignal& signals, double elapsed_s);
-  void log_window(const LogWindow::Summary& w, int64_t first_update, double elapsed_s);
+  void log_window(const metrics::LogWindow::Summary& w, int64_t first_update, double elapsed_s);
   void validate_or_save_on_interval(double elapsed_s);
   void stop_after_signal(int signal, int64_t first_update);
 
   config::Config cfg_;
   const dist::ProcessGroup& group_;
-  RunLock run_lock_;  // before anything below writes into save_dir
+  runtime::RunLock run_lock_;  // before anything below writes into save_dir
   torch::Device device_;
   std::unique_ptr<dist::Communicator> comm_;
   std::unique_ptr<data::ShardedCorpus> train_, valid_;
@@ -140,11 +140,11 @@ class Trainer {
   data::SpecialIds special_;
   model::Transformer model_{nullptr};
   GemmDecision gemm_;  // train.gemm as decided at start (or kept from the resumed checkpoint)
-  std::unique_ptr<Adam> optim_;
+  std::unique_ptr<optim::Adam> optim_;
   std::unique_ptr<dist::GradReducer> reducer_;
   std::unique_ptr<data::BatchPlanner> planner_;
-  LrSchedule schedule_;
-  TrainLog log_;
+  optim::LrSchedule schedule_;
+  metrics::TrainLog log_;
   int64_t update_ = 0;
   int64_t epoch_ = 1;
   double best_valid_loss_ = 1e30;
@@ -152,7 +152,7 @@ class Trainer {
   double best_bleu_ = -1;
   int64_t consecutive_skips_ = 0, skipped_total_ = 0;
   BleuValidator bleu_;
-  LossScaler scaler_;
+  optim::LossScaler scaler_;
   nlohmann::json history_ = nlohmann::json::array();
 };
 

@@ -20,8 +20,9 @@ Trainer::Validation Trainer::validate() {
   for (size_t j = static_cast<size_t>(group_.rank()); j < batches.size(); j += group_.world_size()) {
     data::Batch b = data::make_batch(*valid_, batches[j], special_);
     torch::Tensor hidden = model_->forward_hidden(b.src.to(device_), b.tgt_in.to(device_));
-    LossSums l = label_smoothed_loss(hidden, b.tgt_out.to(device_), special_.pad, cfg_.optim.label_smoothing,
-                                     [&](const torch::Tensor& h) { return model_->project(h); });
+    optim::LossSums l =
+        optim::label_smoothed_loss(hidden, b.tgt_out.to(device_), special_.pad, cfg_.optim.label_smoothing,
+                                   [&](const torch::Tensor& h) { return model_->project(h); });
     loss += l.loss.item<double>();
     nll += l.nll.item<double>();
     tokens += static_cast<double>(l.tokens);
