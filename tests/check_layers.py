@@ -1,8 +1,13 @@
 #!/usr/bin/env python3
-"""The folders' include graph stays a DAG of layers (README, "Code map").
+"""The folders' include graph stays a DAG of layers (README, "Code map"), and each library
+folder's code declares only its own namespace: nmt::<folder, '/' written '::'> (base/ is
+nmt::base, model/kernels/ is nmt::model::kernels) and namespaces under it, plus anonymous ones,
+so that a call site names the floor it comes from.
 
-    check_layers.py SOURCE_DIR            check every #include "folder/..." against the layers
-    check_layers.py SOURCE_DIR --self-test  copy the sources, plant upward includes, expect refusals
+    check_layers.py SOURCE_DIR            check every #include "folder/..." against the layers,
+                                          and every namespace a library folder opens
+    check_layers.py SOURCE_DIR --self-test  copy the sources, plant upward includes and foreign
+                                            namespaces, expect refusals
 
 Layers, bottom to top (README, "Code map"; docs/ARCHITECTURE.md, "The floors"):
   base           includes nothing of ours; every folder may use it
@@ -81,6 +86,8 @@ def violations(root: pathlib.Path):
             if not ok:
                 found.append(f"{rel}:{lineno}: {floor}/ includes {target}, "
                              f"but {floor}/ may use only {', '.join(sorted(allowed))}")
+        if floor in LIBRARIES:  # bench/ and tests/ are no library: their own namespaces are free
+            found += namespace_violations(rel, floor, text)
     return found
 
 
@@ -95,6 +102,73 @@ def edges(root: pathlib.Path):
             if target in out and target != floor:
                 out[floor].add(target)
     return out
+
+
+def namespace_of(floor: str) -> str:
+    """'model/kernels' -> 'nmt::model::kernels': the one namespace a library folder declares in."""
+    return "nmt::" + floor.replace("/", "::")
+
+
+# Comments, string and character literals (raw strings too) and preprocessor lines: blanked
+# (newlines kept) before namespaces are read, so that neither text nor #include counts.
+CODE_NOISE = re.compile(r'//[^\n]*|/\*.*?\*/|R"([^(\s]*)\(.*?\)\1"|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|'
+                        r'^[ \t]*#(?:\\\n|[^\n])*', re.S | re.M)
+NS_TOKEN = re.compile(r'\b(?:inline\s+)?namespace\s+([A-Za-z_][\w:]*)?\s*([{=])|[{}]|[^\s{}]+')
+
+
+def strip_noise(text: str) -> str:
+    return CODE_NOISE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+
+
+UNDER = "(and the namespaces under it that are no other folder's)"
+
+
+def owner_of(namespace: str):
+    """The library folder whose namespace holds `namespace` (the longest match), or None."""
+    owners = [f for f in LIBRARIES if namespace == namespace_of(f) or namespace.startswith(namespace_of(f) + "::")]
+    return max(owners, key=len, default=None)
+
+
+def namespace_violations(rel: str, floor: str, text: str):
+    """Each named namespace `rel` opens must be its floor's own one or under it (and not a
+    sub-floor's: model/ may not open nmt::model::kernels); anonymous ones may be anywhere.
+    `namespace nmt {` ... `namespace model {` forms are followed: a namespace on the way to
+    the floor's own one (nmt, nmt::model) may hold only namespaces."""
+    own = namespace_of(floor)
+    code = strip_noise(text)
+    found = []
+    # One entry per open brace: the namespace path it opens ("" for an anonymous namespace
+    # at file scope), or None for any other brace (a class, a function, an initialiser).
+    stack = []
+    reported = set()  # brace depths whose "declares in a prefix" was already reported
+
+    def line_of(pos):
+        return code.count("\n", 0, pos) + 1
+
+    def enclosing():
+        return next((e for e in reversed(stack) if e is not None), "")
+
+    for m in NS_TOKEN.finditer(code):
+        if m.group(2) == "{":  # namespace NAME {, or namespace {
+            outer = enclosing()
+            name = m.group(1)
+            full = outer if not name else (f"{outer}::{name}" if outer else name)
+            stack.append(full)
+            if not name or own.startswith(full + "::") or owner_of(full) == floor:
+                continue
+            found.append(f"{rel}:{line_of(m.start())}: {floor}/ opens namespace {full}, "
+                         f"but {floor}/'s code may declare only in {own} {UNDER}")
+        elif m.group(0) == "{":
+            stack.append(None)
+        elif m.group(0) == "}":
+            if stack:
+                stack.pop()
+        elif stack and stack[-1] and own.startswith(stack[-1] + "::") and len(stack) not in reported:
+# a declaration (or alias) directly in nmt, or in nmt::model from model/kernels/
+            reported.add(len(stack))
+            found.append(f"{rel}:{line_of(m.start())}: {floor}/ declares in namespace {stack[-1]}, "
+                         f"but {floor}/'s code may declare only in {own} {UNDER}")
+    return found
 
 
 def cycle(graph):
@@ -126,6 +200,8 @@ def check(root: pathlib.Path) -> int:
     if not bad:
         g = edges(root)
         print("layers OK:", "; ".join(f"{f} -> {', '.join(sorted(g[f])) or '-'}" for f in LIBRARIES))
+        print("namespaces OK: each library folder declares only in its own,",
+              ", ".join(namespace_of(f) for f in LIBRARIES))
     return 1 if bad else 0
 
 
@@ -133,6 +209,36 @@ def check(root: pathlib.Path) -> int:
 PLANTS = [("data/batch.h", "trainer/trainer.h"),                # a floor includes one above it
           ("base/sha256.h", "data/batch.h"),                    # base includes something of ours
           ("model/kernels/fast_exp.h", "model/transformer.h")]  # a kernel includes the model
+# (file, the namespace code planted at its top, the namespace the refusal names): each must be
+# refused on its own.
+NAMESPACE_PLANTS = [
+    ("optim/adam.h", "namespace nmt::trainer { struct Planted; }",  # another floor's
+     "opens namespace nmt::trainer"),
+    ("base/sha256.h", "namespace nmt { namespace data { struct Planted; } }",  # the nested form
+     "opens namespace nmt::data"),
+    ("model/attention.h", "namespace nmt::model::kernels { struct Planted; }",  # a sub-floor's
+     "opens namespace nmt::model::kernels"),
+    ("model/kernels/gemm.h", "namespace nmt::model { struct Planted; }",  # its parent floor's
+     "declares in namespace nmt::model"),
+    ("data/batch.h", "namespace nmt { struct Planted; }",  # nmt itself
+     "declares in namespace nmt"),
+]
+
+
+def refused(copy: pathlib.Path, file: str, planted_text: str, expected: str, what: str) -> bool:
+    """Plants `planted_text` as line 1 of `file` in the copy, runs the check, puts the file back;
+    True when the check failed with `expected` at file:1."""
+    planted = copy / file
+    clean = planted.read_text()
+    planted.write_text(planted_text + "  // planted\n" + clean)
+    result = subprocess.run([sys.executable, __file__, str(copy)], capture_output=True, text=True)
+    planted.write_text(clean)
+    print(result.stdout.strip())
+    if result.returncode == 0 or f"{file}:1: {floor_of(file)}/ {expected}" not in result.stdout:
+        print(f"self-test FAILED: the planted {what} was not refused")
+        return False
+    print(f"self-test: the planted {what} was refused")
+    return True
 
 
 def self_test(root: pathlib.Path) -> int:
@@ -145,16 +251,12 @@ def self_test(root: pathlib.Path) -> int:
             print("self-test: the clean copy is refused")
             return 1
         for file, target in PLANTS:
-            planted = copy / file
-            clean = planted.read_text()
-            planted.write_text(f'#include "{target}"  // planted\n' + clean)
-            result = subprocess.run([sys.executable, __file__, str(copy)], capture_output=True, text=True)
-            planted.write_text(clean)
-            print(result.stdout.strip())
-            if result.returncode == 0 or f"{file}:1: {floor_of(file)}/ includes {target}" not in result.stdout:
-                print(f"self-test FAILED: the planted upward include {file} -> {target} was not refused")
+            if not refused(copy, file, f'#include "{target}"', f"includes {target}",
+                           f"upward include {file} -> {target}"):
                 return 1
-            print(f"self-test: the planted upward include {file} -> {target} was refused")
+        for file, code, expected in NAMESPACE_PLANTS:
+            if not refused(copy, file, code, expected, f"namespace in {file} ({code})"):
+                return 1
     return 0
 
 
