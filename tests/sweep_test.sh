@@ -212,4 +212,14 @@ bad "point without budget" "3: point 'b' has no budget" \
 bad "missing config" "1: config file 'nope.yaml' does not exist" 'config nope.yaml\npoint a train.max_updates=5\n'
 bad "unknown config key" "2: point 'a': train: error: unknown config key 'model.d_modl'" \
   'config c.yaml\npoint a train.max_updates=5 model.d_modl=8\n'
+# A committed table of another version (no config column) beside the sweep file: refused, exit 2,
+# the table untouched and nothing run.
+printf 'config c.yaml\npoint a train.max_updates=5\n' > old.sweep
+printf 'point,status,overrides\na,finished,\n' > old.csv
+cp old.csv old_before.csv
+"${SWEEP[@]}" old.sweep --out oldout > old.out 2> old.err; rc=$?
+[ $rc -eq 2 ] && grep -q "sweep.py: error: old.csv: not a sweep table of this version (no column" old.err \
+  || { cat old.err; fail "old committed table: exit $rc"; }
+cmp -s old.csv old_before.csv && [ ! -e oldout ] || fail "old committed table: something was written"
+echo "ok: a committed table of another version -> $(cat old.err)"
 echo "sweep: all checks passed"
