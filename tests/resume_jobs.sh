@@ -125,7 +125,7 @@ PY
     grep -q "Resume with: train --config <config> --resume auto" s1.log || fail "no resume hint"
     stopped=$(grep -o 'stopped by signal 10 after update [0-9]*' s1.log | head -1 | awk '{print $NF}')
     [ -n "$stopped" ] || { cat s1.log; fail "no stop update reported"; }
-    grep -q "train\[rank 1 on $(hostname)\]: stopped by signal 10 after update $stopped" s1.log || fail "rank 1 did not stop at the same update"
+    grep -Eq "train\[rank 1 on $(hostname)\]: stopped (by signal 10 after update $stopped|after update $stopped: a stop signal reached another rank)" s1.log || fail "rank 1 did not stop at the same update"
     run 2 s1 train.update_freq=1 train.max_updates=$((stopped + 5)) --resume auto || fail "resume after SIGUSR1"
     run 2 straight_s1 train.update_freq=1 train.max_updates=$((stopped + 5)) || fail straight
     same straight_s1/last.pt s1/last.pt

@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <csignal>
 #include <limits>
 
 #include "base/atomic_file.h"
@@ -354,8 +353,10 @@ Trainer::StopVote Trainer::vote_to_stop(const base::StopSignal& signals, double 
       std::vector<double>{out_of_time ? 1.0 : 0.0, signals.received() ? 1.0 : 0.0});
   StopVote vote;
   vote.out_of_time = votes[0] > 0;
-  // A rank that received no signal itself stops as if sent SIGTERM.
-  if (votes[1] > 0) vote.signal = signals.received() ? signals.received() : SIGTERM;
+  // A forwarded signal reaches the ranks at different moments, so some ranks may stop
+  // without having received it yet: they say so rather than name a signal they never got.
+  vote.signalled = votes[1] > 0;
+  vote.own_signal = signals.received();
   return vote;
 }
 
@@ -386,14 +387,16 @@ void Trainer::run(const std::string& resume) {
   const auto t0 = std::chrono::steady_clock::now();
   const int64_t first_update = update_;
   metrics::LogWindow window;
-  int stop_signal = 0;
+  bool stopped_by_signal = false;
+  int own_signal = 0;
   for (;;) {
     comm_->set_phase(fmt::format("update {} (start)", update_ + 1));
     epoch_ = planner_->state().epoch;
     const StopVote vote = vote_to_stop(signals, base::seconds_since(t0));
-    if (vote.signal) {
+    if (vote.signalled) {
       comm_->set_phase(fmt::format("stop after update {}", update_));
-      stop_signal = vote.signal;
+      stopped_by_signal = true;
+      own_signal = vote.own_signal;
       break;
     }
     if (should_stop(epoch_) || vote.out_of_time) break;
@@ -410,7 +413,7 @@ void Trainer::run(const std::string& resume) {
     validate_or_save_on_interval(base::seconds_since(t0));
     window.exclude(std::chrono::steady_clock::now() - pause);
   }
-  if (stop_signal) return stop_after_signal(stop_signal, first_update);
+  if (stopped_by_signal) return stop_after_signal(own_signal, first_update);
   // Final validation and checkpoint, unless the last update just had them.
   if (update_ > first_update && update_ % cfg_.train.validate_interval_updates != 0)
     validate_and_save("final validation", base::seconds_since(t0));
@@ -420,14 +423,13 @@ void Trainer::run(const std::string& resume) {
 }
 
 // Preempted: checkpoint where every rank agreed to stop, and say how to continue.
-void Trainer::stop_after_signal(int signal, int64_t first_update) {
+void Trainer::stop_after_signal(int own_signal, int64_t first_update) {
   if (update_ > first_update) save(false, false);
-  log_.info(fmt::format("stopped by signal {} after update {}; checkpoint {}/last.pt. Resume with: "
-                        "train --config <config> --resume auto",
-                        signal, update_, cfg_.train.save_dir));
-  if (!group_.is_main())
-    std::fprintf(stderr, "%s: stopped by signal %d after update %lld\n", group_.label("train").c_str(), signal,
-                 static_cast<long long>(update_));
+  const std::string what = own_signal ? fmt::format("stopped by signal {} after update {}", own_signal, update_)
+                                      : fmt::format("stopped after update {}: a stop signal reached another rank", update_);
+  log_.info(fmt::format("{}; checkpoint {}/last.pt. Resume with: train --config <config> --resume auto", what,
+                        cfg_.train.save_dir));
+  if (!group_.is_main()) std::fprintf(stderr, "%s: %s\n", group_.label("train").c_str(), what.c_str());
 }
 
 }  // namespace nmt::trainer

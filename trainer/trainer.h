@@ -123,12 +123,13 @@ class Trainer {
   void announce_start(bool resumed);
   struct StopVote {
     bool out_of_time = false;  // train.max_minutes, by rank 0's clock
-    int signal = 0;            // a signal some rank received (SIGTERM for ranks that received none)
+    bool signalled = false;    // some rank received a stop signal: every rank stops now
+    int own_signal = 0;        // the signal this rank received itself (0: it stops with the others)
   };
   StopVote vote_to_stop(const base::StopSignal& signals, double elapsed_s);
   void log_window(const metrics::LogWindow::Summary& w, int64_t first_update, double elapsed_s);
   void validate_or_save_on_interval(double elapsed_s);
-  void stop_after_signal(int signal, int64_t first_update);
+  void stop_after_signal(int own_signal, int64_t first_update);
 
   config::Config cfg_;
   const dist::ProcessGroup& group_;
