@@ -1,5 +1,8 @@
 #include "base/signal_deferral.h"
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <cstring>
 #include <exception>
 
@@ -37,8 +40,9 @@ SignalDeferral::~SignalDeferral() {
   const int sig = g_pending;
   g_pending = outer_pending_;
   // While an exception unwinds (Interrupted, or any error) the caller reports it; raising
-  // the signal now would end the process before its message.
-  if (sig != 0 && std::uncaught_exceptions() == unwinding_at_start_) std::raise(sig);
+  // the signal now would end the process before its message. To the process, not this
+  // thread: under handle_signals_on_own_thread this thread blocks it.
+  if (sig != 0 && std::uncaught_exceptions() == unwinding_at_start_) ::kill(::getpid(), sig);
 }
 
 int SignalDeferral::pending() const { return g_pending; }

@@ -1,5 +1,8 @@
 // train --config C [key=value ...] [--resume PATH|auto] [--print-config]
 // Alone: one process (CPU or one GPU). Under `mpirun -np N`: one rank per process.
+#include <csignal>
+
+#include "base/signal_thread.h"
 #include "cli/cli.h"
 #include "dist/process_group.h"
 #include "eval/evaluation.h"
@@ -7,6 +10,8 @@
 #include "trainer/trainer.h"
 
 int main(int argc, char** argv) {
+  // Before MPI, OpenMP or oneDNN start a thread: each inherits the mask that keeps these off it.
+  nmt::base::handle_signals_on_own_thread({SIGINT, SIGTERM, SIGUSR1, SIGHUP});
   nmt::runtime::keep_freed_memory_mapped();
   nmt::dist::ProcessGroup group(&argc, &argv);
   const std::string name = group.label("train");
