@@ -1,6 +1,5 @@
 #include "model/kernels/gemm.h"
 
-#include <dlfcn.h>
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
@@ -8,20 +7,10 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "model/kernels/onednn_library.h"
+
 namespace nmt::model::kernels {
 namespace {
-
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kUnderAsan = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kUnderAsan = true;
-#else
-constexpr bool kUnderAsan = false;
-#endif
-#else
-constexpr bool kUnderAsan = false;
-#endif
 
 using DnnlSgemm = decltype(&dnnl_sgemm);
 
@@ -34,16 +23,11 @@ const OneDnn& onednn() {
   static OneDnn lib;
   static std::once_flag once;
   std::call_once(once, [] {
-    if (kUnderAsan) {
-      lib.why_not = "AddressSanitizer refuses RTLD_DEEPBIND, which libdnnl.so.2 needs beside LibTorch's own oneDNN";
+    if (!onednn_library()) {
+      lib.why_not = onednn_library_problem();
       return;
     }
-    void* handle = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
-    if (!handle) {
-      lib.why_not = std::string("cannot load libdnnl.so.2 (Debian package libdnnl2): ") + dlerror();
-      return;
-    }
-    lib.sgemm = reinterpret_cast<DnnlSgemm>(dlsym(handle, "dnnl_sgemm"));
+    lib.sgemm = onednn_function<DnnlSgemm>("dnnl_sgemm");
     if (!lib.sgemm) lib.why_not = "libdnnl.so.2 has no dnnl_sgemm";
   });
   return lib;

@@ -1,0 +1,63 @@
+#include "model/kernels/bf16_gemm.h"
+
+#include <cpuid.h>
+
+#include <stdexcept>
+
+#include "model/kernels/onednn_matmul.h"
+
+namespace nmt::model::kernels {
+namespace {
+
+void check_operand(const torch::Tensor& t, const char* name, torch::ScalarType type) {
+  TORCH_CHECK(t.dim() == 2 && t.scalar_type() == type && t.device().is_cpu() && t.stride(1) == 1 &&
+                  t.stride(0) >= t.size(1) && t.size(0) > 0 && t.size(1) > 0,
+              "gemm_bf16: ", name, " must be a non-empty 2-D ", type, " CPU tensor with contiguous rows, got ",
+              t.sizes(), " ", t.scalar_type(), " strides ", t.strides());
+}
+
+}  // namespace
+
+Bf16Isa cpu_bf16_isa() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (edx & (1u << 22))) return Bf16Isa::kAmx;  // AMX-BF16
+  if (__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 5))) return Bf16Isa::kAvx512Bf16;
+  return Bf16Isa::kNone;
+}
+
+const char* bf16_isa_name(Bf16Isa isa) {
+  switch (isa) {
+    case Bf16Isa::kAmx: return "AMX";
+    case Bf16Isa::kAvx512Bf16: return "AVX512_BF16";
+    default: return "none";
+  }
+}
+
+std::string bf16_gemm_problem() {
+  if (cpu_bf16_isa() == Bf16Isa::kNone)
+    return "this CPU has neither the avx512_bf16 nor the amx_bf16 flag (CPUID), so no bf16 instructions";
+  return onednn_matmul_problem();
+}
+
+void gemm_bf16(const torch::Tensor& a, bool trans_a, const torch::Tensor& b, bool trans_b, torch::Tensor& c,
+               bool accumulate) {
+  check_operand(a, "A", torch::kBFloat16);
+  check_operand(b, "B", torch::kBFloat16);
+  check_operand(c, "C", torch::kFloat32);
+  const int64_t am = trans_a ? a.size(1) : a.size(0), ak = trans_a ? a.size(0) : a.size(1);
+  const int64_t bk = trans_b ? b.size(1) : b.size(0), bn = trans_b ? b.size(0) : b.size(1);
+  TORCH_CHECK(am == c.size(0) && bn == c.size(1) && ak == bk, "gemm_bf16: shapes do not match: op(A) [", am, ", ", ak,
+              "] op(B) [", bk, ", ", bn, "] C ", c.sizes());
+  if (const std::string why = bf16_gemm_problem(); !why.empty())
+    throw std::runtime_error("bf16 GEMM unavailable: " + why);
+  // op(x)'s view: a transposed operand walks its storage's columns as rows.
+  const auto view = [](const torch::Tensor& t, bool trans) {
+    return trans ? MatrixView{t.data_ptr(), t.size(1), t.size(0), 1, t.stride(0)}
+                 : MatrixView{t.data_ptr(), t.size(0), t.size(1), t.stride(0), 1};
+  };
+  onednn_bf16_matmul(view(a, trans_a), view(b, trans_b), c.data_ptr<float>(), c.stride(0), accumulate);
+}
+
+std::string bf16_gemm_kernel() { return onednn_matmul_kernel(); }
+
+}  // namespace nmt::model::kernels

@@ -1,0 +1,38 @@
+#pragma once
+// bf16 matrix products on the CPU: bf16 operands, products summed in fp32, an fp32 result,
+// through oneDNN's matmul primitive (Debian's libdnnl.so.2, onednn_library.h), which runs them
+// on the CPU's bf16 instructions: AVX512_BF16's dot products, or AMX's tiles.
+//
+// Why oneDNN's matmul: on a 2-core AMD EPYC Zen 4 (AVX512_BF16) at the recipe's products
+// (1,536 rows, d_model 256, FFN 1,024, 8k vocabulary), its bf16 matmul ran 360-420 GFLOP/s
+// against dnnl_sgemm's fp32 190-220, every product of the forward and both backward ones
+// (transposed operands included) on its brgemm avx512_core_bf16 kernel. LibTorch's own bf16
+// mm ran 330-420 but returns bf16 only on the CPU (mm's out_dtype is CUDA-only), a rounding
+// and a pass more; oneDNN's fpmath_mode=bf16 on fp32 operands was ignored there (fp32
+// speed, bit-identical results). Measured 2026-11-25, /tmp probes recorded in bench/README.md.
+//
+// Primitives are made once per distinct product (shape, strides, accumulation) and kept.
+#include <torch/torch.h>
+
+#include <string>
+
+namespace nmt::model::kernels {
+
+// The CPU's bf16 instructions, by its CPUID flags (not its vendor's name).
+enum class Bf16Isa { kNone, kAvx512Bf16, kAmx };
+Bf16Isa cpu_bf16_isa();
+const char* bf16_isa_name(Bf16Isa isa);  // "none", "AVX512_BF16", "AMX"
+
+// "" where bf16 products can run here; else why not (the library, or the CPU flags it lacks).
+std::string bf16_gemm_problem();
+
+// c = op(a) op(b), or c += op(a) op(b) when `accumulate`: a and b 2-D bf16 CPU tensors with
+// contiguous rows, c 2-D fp32 with contiguous rows. Throws std::runtime_error where
+// bf16_gemm_problem() is not empty, or when oneDNN refuses the product.
+void gemm_bf16(const torch::Tensor& a, bool trans_a, const torch::Tensor& b, bool trans_b, torch::Tensor& c,
+               bool accumulate);
+
+// oneDNN's name for the kernel of the last new product ("brg:avx512_core_bf16"), "" before any.
+std::string bf16_gemm_kernel();
+
+}  // namespace nmt::model::kernels

@@ -1,0 +1,28 @@
+#pragma once
+// oneDNN's matmul primitive for bf16 operands and an fp32 result, on raw pointers: the part of
+// bf16_gemm.h that talks to libdnnl.so.2. It is built without LibTorch's include directories
+// (a library of its own, nmt_onednn), because LibTorch ships the headers of its own oneDNN 3.x,
+// whose C API differs from Debian's 2.6 that is loaded here.
+#include <cstdint>
+#include <string>
+
+namespace nmt::model::kernels {
+
+// One operand's place in memory: element (i, j) of the operand as the product uses it is at
+// data[i * row_stride + j * col_stride] (a transposed operand swaps the two strides).
+struct MatrixView {
+  const void* data;
+  int64_t rows, cols, row_stride, col_stride;
+};
+
+// "" where the matmul API was found in libdnnl.so.2; else why not.
+const std::string& onednn_matmul_problem();
+
+// c[m, n] (row stride ldc, fp32) = a[m, k] b[k, n] (+ c when `accumulate`), a and b bf16.
+// Throws std::runtime_error naming the oneDNN call that failed.
+void onednn_bf16_matmul(const MatrixView& a, const MatrixView& b, float* c, int64_t ldc, bool accumulate);
+
+// oneDNN's name for the kernel of the last new product ("brg:avx512_core_bf16"), "" before any.
+std::string onednn_matmul_kernel();
+
+}  // namespace nmt::model::kernels
