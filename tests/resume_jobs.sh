@@ -67,6 +67,23 @@ PY
     grep -Eq "gemm (mkl|onednn) \(auto: oneDNN [0-9]+ vs MKL [0-9]+ GFLOP/s on the model's shapes\)" gemm_auto.log \
       || { grep gemm gemm_auto.log; fail "auto does not report its measurement"; }
     echo "train.gemm: onednn resumes bitwise; auto keeps the checkpoint's library"
+    # bf16 products resume bit for bit, where the CPU has them; with oneDNN capped below bf16
+    # (DNNL_MAX_CPU_ISA) the run is refused at start with one message, exit 2, no checkpoint.
+    if run 1 bf16_straight train.precision=bf16 train.max_updates=8; then
+      run 1 bf16_stop train.precision=bf16 train.max_updates=4 || fail "bf16 first part"
+      run 1 bf16_stop train.precision=bf16 train.max_updates=8 --resume auto || fail "bf16 resume"
+      same bf16_straight/last.pt bf16_stop/last.pt
+      DNNL_MAX_CPU_ISA=AVX512_CORE_VNNI run 1 bf16_capped train.precision=bf16 train.max_updates=2
+      rc=$?
+      [ $rc = 2 ] || { cat bf16_capped.log; fail "bf16 under a capped oneDNN ISA: exit $rc, expected 2"; }
+      grep -q "error: train.precision=bf16 on this CPU: oneDNN may use no bf16 instructions here" bf16_capped.log \
+        || { cat bf16_capped.log; fail "bf16 under a capped ISA: message"; }
+      ! ls bf16_capped/*.pt > /dev/null 2>&1 || fail "bf16 refused, yet a checkpoint was written"
+      echo "train.precision=bf16: resumes bitwise; refused where oneDNN may not use bf16 instructions"
+    else
+      grep -q "train.precision=bf16 on this CPU: " bf16_straight.log || { cat bf16_straight.log; fail "bf16 failed"; }
+      echo "bf16 not tested here: $(grep -o 'train.precision=bf16 on this CPU: .*' bf16_straight.log)"
+    fi
     for np in 1 2; do
       run $np probe$np train.max_updates=1 || fail "probe -np $np"
       per_epoch=$(grep -o '[0-9]* updates/epoch' probe$np.log | head -1 | cut -d' ' -f1)

@@ -1,6 +1,7 @@
 #pragma once
 // Mixed precision for a scope (train.precision): LibTorch's autocast, the C++ face of
-// torch.autocast. fp32 = no-op.
+// torch.autocast. fp32 = no-op; so is bf16 on a CPU, whose bf16 products are our own linear
+// layers' (kernels/linear.h, set at start) while everything else stays float32.
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
@@ -12,6 +13,7 @@ class AutocastScope {
  public:
   AutocastScope(const torch::Device& device, config::Precision precision) : type_(device.type()) {
     if (precision == config::Precision::kFp32) return;
+    if (precision == config::Precision::kBf16 && device.is_cpu()) return;
     on_ = true;
     prev_enabled_ = at::autocast::is_autocast_enabled(type_);
     prev_dtype_ = at::autocast::get_autocast_dtype(type_);

@@ -14,6 +14,8 @@
 #include "base/elapsed.h"
 #include "base/progress.h"
 #include "base/stop_signal.h"
+#include "model/kernels/bf16_gemm.h"
+#include "model/kernels/linear.h"
 #include "checkpoint/model_setup.h"
 #include "config/config_error.h"
 #include "data/text_file.h"
@@ -81,6 +83,7 @@ Trainer::Trainer(const config::Config& cfg, const dist::ProcessGroup& group, Ble
   // Timing draws from a generator of its own, so the seeded stream that made the parameters
   // and makes dropout is untouched.
   gemm_ = choose_training_gemm(cfg_, model_cfg, *comm_, device_);
+  choose_cpu_precision();
   choose_attention_kernel(cfg_);
   model_->to(device_);
   model_->train();
@@ -343,6 +346,19 @@ void Trainer::announce_start(bool resumed) {
                         model::parameter_count(*model_), device_.str(), group_.world_size(), comm_->name(),
                         planner_->updates_per_epoch(), cfg_.train.threads, gemm_.why,
                         model::kernels::attention_kernel_name(model::kernels::attention_kernel())));
+}
+
+// train.precision=bf16 on a CPU: the linear layers' products in bf16 (refused at start, naming
+// the missing CPU flags, where the CPU has no bf16 instructions).
+void Trainer::choose_cpu_precision() {
+  namespace k = model::kernels;
+  const bool bf16 = cfg_.train.precision == config::Precision::kBf16 && device_.is_cpu();
+  if (bf16) {
+    if (const std::string why = k::bf16_gemm_problem(); !why.empty())
+      throw config::ConfigError("train.precision=bf16 on this CPU: " + why + "; use train.precision=fp32");
+    gemm_.why += fmt::format("; bf16 products (oneDNN matmul, {})", k::bf16_isa_name(k::cpu_bf16_isa()));
+  }
+  k::set_linear_precision(bf16 ? k::LinearPrecision::kBf16 : k::LinearPrecision::kFp32);
 }
 
 // One all-reduce decides for every rank: rank 0's clock, and any rank's signal.

@@ -50,10 +50,8 @@ void gemm_bf16(const torch::Tensor& a, bool trans_a, const torch::Tensor& b, boo
               "] op(B) [", bk, ", ", bn, "] C ", c.sizes());
   if (const std::string why = bf16_gemm_problem(); !why.empty())
     throw std::runtime_error("bf16 GEMM unavailable: " + why);
-  // op(x)'s view: a transposed operand walks its storage's columns as rows.
   const auto view = [](const torch::Tensor& t, bool trans) {
-    return trans ? MatrixView{t.data_ptr(), t.size(1), t.size(0), 1, t.stride(0)}
-                 : MatrixView{t.data_ptr(), t.size(0), t.size(1), t.stride(0), 1};
+    return MatrixView{t.data_ptr(), trans ? t.size(1) : t.size(0), trans ? t.size(0) : t.size(1), t.stride(0), trans};
   };
   onednn_bf16_matmul(view(a, trans_a), view(b, trans_b), c.data_ptr<float>(), c.stride(0), accumulate);
 }

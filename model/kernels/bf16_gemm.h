@@ -11,7 +11,7 @@
 // and a pass more; oneDNN's fpmath_mode=bf16 on fp32 operands was ignored there (fp32
 // speed, bit-identical results). Measured 2026-11-25, /tmp probes recorded in bench/README.md.
 //
-// Primitives are made once per distinct product (shape, strides, accumulation) and kept.
+// One primitive per layout (transpositions, accumulation), its dimensions given at run time.
 #include <torch/torch.h>
 
 #include <string>

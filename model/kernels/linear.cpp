@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 #include <ATen/autocast_mode.h>
 
+#include "model/kernels/bf16_gemm.h"
 #include "model/kernels/cpu_clones.h"
 #include "model/kernels/gemm.h"
 #include "model/kernels/gemm_plan.h"
@@ -58,6 +59,16 @@ void for_row_blocks(int64_t rows, const Fn& fn) {
   });
 }
 
+// bias + ReLU epilogue shared by both precisions: y = max(y + b, 0) in place.
+void bias_relu_in_place(torch::Tensor& y, const torch::Tensor& bias) {
+  const bool has_bias = bias.numel() > 0;
+  const auto b = has_bias ? bias.contiguous() : bias;
+  const float* bp = has_bias ? b.const_data_ptr<float>() : nullptr;
+  float* yp = y.data_ptr<float>();
+  const int64_t cols = y.size(1);
+  for_row_blocks(y.size(0), [&](int64_t, int64_t r0, int64_t r1) { bias_relu_rows(yp, bp, r0, r1, cols); });
+}
+
 // y = rows op(w) (+ b), then max(y, 0) when `relu`: [rows, out]. Without the ReLU the GEMM adds
 // onto a copy of the bias; with it, bias and ReLU are one pass after the GEMM.
 torch::Tensor product_with_bias(GemmBackend backend, const torch::Tensor& rows, const torch::Tensor& w, bool trans_w,
@@ -68,14 +79,26 @@ torch::Tensor product_with_bias(GemmBackend backend, const torch::Tensor& rows, 
   auto y = torch::empty({rows.size(0), trans_w ? w.size(0) : w.size(1)}, rows.options());
   if (has_bias && !relu) y.copy_(bias.expand_as(y));
   sgemm(backend, rows, false, w, trans_w, y, has_bias && !relu);
-  if (relu) {
-    const auto b = has_bias ? bias.contiguous() : bias;
-    const float* bp = has_bias ? b.const_data_ptr<float>() : nullptr;
-    float* yp = y.data_ptr<float>();
-    const int64_t cols = y.size(1);
-    for_row_blocks(y.size(0), [&](int64_t, int64_t r0, int64_t r1) { bias_relu_rows(yp, bp, r0, r1, cols); });
-  }
+  if (relu) bias_relu_in_place(y, bias);
   return y;
+}
+
+// The ReLU's backward: dy masked by y > 0, and (when wanted) db summed in a fixed order.
+torch::Tensor relu_backward(const torch::Tensor& dy, const torch::Tensor& y, bool want_db, torch::Tensor& db) {
+  auto masked = torch::empty_like(dy);
+  const int64_t rows_n = dy.size(0), cols = dy.size(1), blocks = (rows_n + kRowBlock - 1) / kRowBlock;
+  torch::Tensor partial;
+  if (want_db) partial = torch::empty({blocks, cols}, dy.options());
+  const float *gp = dy.const_data_ptr<float>(), *yp = y.const_data_ptr<float>();
+  float *mp = masked.data_ptr<float>(), *pp = want_db ? partial.data_ptr<float>() : nullptr;
+  for_row_blocks(rows_n, [&](int64_t k, int64_t r0, int64_t r1) {
+    relu_backward_rows(gp, yp, mp, pp ? pp + k * cols : nullptr, r0, r1, cols);
+  });
+  if (want_db) {
+    db = torch::empty({cols}, dy.options());
+    add_rows_in_order(pp, blocks, cols, db.data_ptr<float>());
+  }
+  return masked;
 }
 
 std::vector<int64_t> output_shape(const torch::Tensor& x, const torch::Tensor& weight) {
@@ -112,21 +135,7 @@ struct OneDnnLinear : torch::autograd::Function<OneDnnLinear> {
     const bool want_db = ctx->saved_data["has_bias"].toBool() && ctx->needs_input_grad(2);
     torch::Tensor dx, dw, db;
     if (saved.size() == 3) {  // relu: mask by the saved output, summing db on the way
-      const auto& y = saved[2];
-      auto masked = torch::empty_like(dy);
-      const int64_t rows_n = dy.size(0), cols = dy.size(1), blocks = (rows_n + kRowBlock - 1) / kRowBlock;
-      torch::Tensor partial;
-      if (want_db) partial = torch::empty({blocks, cols}, dy.options());
-      const float *gp = dy.const_data_ptr<float>(), *yp = y.const_data_ptr<float>();
-      float *mp = masked.data_ptr<float>(), *pp = want_db ? partial.data_ptr<float>() : nullptr;
-      for_row_blocks(rows_n, [&](int64_t k, int64_t r0, int64_t r1) {
-        relu_backward_rows(gp, yp, mp, pp ? pp + k * cols : nullptr, r0, r1, cols);
-      });
-      if (want_db) {
-        db = torch::empty({cols}, dy.options());
-        add_rows_in_order(pp, blocks, cols, db.data_ptr<float>());
-      }
-      dy = masked;
+      dy = relu_backward(dy, saved[2], want_db, db);
     } else if (want_db) {
       db = dy.sum(0);
     }
@@ -145,9 +154,65 @@ struct OneDnnLinear : torch::autograd::Function<OneDnnLinear> {
   }
 };
 
+// The same layer with bf16 products (gemm_bf16): y = bf16(x) bf16(W)^T in fp32 (+ b, ReLU);
+// backward dx = bf16(dy) bf16(W), dW = bf16(dy)^T bf16(x), both in fp32. bf16(x) is saved.
+struct Bf16Linear : torch::autograd::Function<Bf16Linear> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
+                               const torch::Tensor& weight, const torch::Tensor& bias, bool relu) {
+    const auto rows = x.reshape({-1, x.size(-1)}).to(torch::kBFloat16).contiguous();
+    const auto w = weight.to(torch::kBFloat16).contiguous();
+    const bool has_bias = bias.numel() > 0;
+    auto y = torch::empty({rows.size(0), w.size(0)}, x.options());
+    if (has_bias && !relu) y.copy_(bias.expand_as(y));
+    gemm_bf16(rows, false, w, true, y, has_bias && !relu);
+    if (relu) bias_relu_in_place(y, bias);
+    if (relu)
+      ctx->save_for_backward({rows, w, y});
+    else
+      ctx->save_for_backward({rows, w});
+    ctx->saved_data["has_bias"] = has_bias;
+    return y.view(output_shape(x, weight));
+  }
+
+  static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
+                                               torch::autograd::tensor_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto& rows = saved[0];
+    const auto& w = saved[1];
+    auto dy = grads[0].reshape({-1, w.size(0)}).contiguous();
+    const bool want_db = ctx->saved_data["has_bias"].toBool() && ctx->needs_input_grad(2);
+    torch::Tensor dx, dw, db;
+    if (saved.size() == 3)
+      dy = relu_backward(dy, saved[2], want_db, db);
+    else if (want_db)
+      db = dy.sum(0);
+    const auto dy16 = dy.to(torch::kBFloat16);
+    if (ctx->needs_input_grad(0)) {
+      dx = torch::empty({rows.size(0), w.size(1)}, dy.options());
+      gemm_bf16(dy16, false, w, false, dx, false);
+      auto in_shape = grads[0].sizes().vec();
+      in_shape.back() = w.size(1);
+      dx = dx.view(in_shape);
+    }
+    if (ctx->needs_input_grad(1)) {
+      dw = torch::empty({w.size(0), w.size(1)}, dy.options());
+      gemm_bf16(dy16, true, rows, false, dw, false);
+    }
+    return {dx, dw, db, torch::Tensor()};
+  }
+};
+
+LinearPrecision current_precision = LinearPrecision::kFp32;
+
 bool cpu_float32(const torch::Tensor& x, const torch::Tensor& weight) {
   return x.device().is_cpu() && x.scalar_type() == torch::kFloat32 && weight.scalar_type() == torch::kFloat32 &&
          x.numel() > 0 && !at::autocast::is_autocast_enabled(at::kCPU);
+}
+
+// Training's bf16 products: a gradient recorded, a float32 CPU layer, bf16 set.
+bool bf16_applies(const torch::Tensor& x, const torch::Tensor& weight) {
+  return current_precision == LinearPrecision::kBf16 && torch::autograd::GradMode::is_enabled() &&
+         cpu_float32(x, weight);
 }
 
 bool onednn_applies(const torch::Tensor& x, const torch::Tensor& weight) {
@@ -169,10 +234,24 @@ torch::Tensor inference_linear(const torch::Tensor& x, const torch::Tensor& weig
       .view(output_shape(x, weight));
 }
 
+torch::Tensor empty_if_undefined(const torch::Tensor& bias, const torch::Tensor& weight) {
+  return bias.defined() ? bias : torch::empty({0}, weight.options());
+}
+
 }  // namespace
+
+void set_linear_precision(LinearPrecision precision) {
+  if (precision == LinearPrecision::kBf16)
+    if (const std::string why = bf16_gemm_problem(); !why.empty())
+      throw std::runtime_error("bf16 products are not available: " + why);
+  current_precision = precision;
+}
+
+LinearPrecision linear_precision() { return current_precision; }
 
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
   if (inference_plan_applies(x, weight)) return inference_linear(x, weight, bias, false);
+  if (bf16_applies(x, weight)) return Bf16Linear::apply(x, weight, empty_if_undefined(bias, weight), false);
   if (!onednn_applies(x, weight)) return torch::nn::functional::linear(x, weight, bias);
   // Autograd functions take no undefined tensors: no bias goes in as an empty one.
   return OneDnnLinear::apply(x, weight, bias.defined() ? bias : torch::empty({0}, weight.options()), false);
@@ -180,6 +259,7 @@ torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const 
 
 torch::Tensor linear_relu(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
   if (inference_plan_applies(x, weight)) return inference_linear(x, weight, bias, true);
+  if (bf16_applies(x, weight)) return Bf16Linear::apply(x, weight, empty_if_undefined(bias, weight), true);
   // LibTorch's path: ReLU in place on the product (addmm keeps its inputs, not its output,
   // for the backward), which computes exactly torch::relu(linear(...)) with one pass less.
   if (!onednn_applies(x, weight)) {

@@ -5,9 +5,21 @@
 // the default training path computes exactly what LibTorch does. With no gradient recorded, a
 // weight on the inference plan (gemm_plan.h, set only by translate and evaluate) is multiplied
 // on its kept transposed copy under either library.
+//
+// Under bf16 products (set_linear_precision, train.precision=bf16 on a CPU) a float32 CPU
+// linear layer that records a gradient multiplies bf16 copies of its input, weight and
+// output gradient with fp32 sums and fp32 results (bf16_gemm.h): the forward and both
+// backward products. Everything around them (bias, ReLU, the saved output, the gradients
+// handed on) stays float32; the saved input is its bf16 copy, half the memory.
 #include <torch/torch.h>
 
 namespace nmt::model::kernels {
+
+enum class LinearPrecision { kFp32, kBf16 };
+// The precision of training's products in this process (kFp32 until set). Throws
+// std::runtime_error for kBf16 where bf16_gemm_problem() is not empty.
+void set_linear_precision(LinearPrecision precision);
+LinearPrecision linear_precision();
 
 // x [..., in], weight [out, in], bias [out] or undefined.
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);

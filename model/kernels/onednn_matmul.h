@@ -8,11 +8,12 @@
 
 namespace nmt::model::kernels {
 
-// One operand's place in memory: element (i, j) of the operand as the product uses it is at
-// data[i * row_stride + j * col_stride] (a transposed operand swaps the two strides).
+// One operand as the product uses it, [rows, cols], over storage whose rows are contiguous
+// and `ld` apart: transposed, element (i, j) is data[j * ld + i]; else data[i * ld + j].
 struct MatrixView {
   const void* data;
-  int64_t rows, cols, row_stride, col_stride;
+  int64_t rows, cols, ld;
+  bool transposed;
 };
 
 // "" where the matmul API was found in libdnnl.so.2; else why not.

@@ -1,0 +1,92 @@
+// kernels::linear and linear_relu under bf16 products, against LibTorch's fp32 linear on the
+// same inputs, outputs and all three gradients. Rounding x, W and dy to bf16 (8 significant
+// bits, unit roundoff u = 2^-8) moves each product term by at most (2u + u^2) of its size, and
+// fp32 sums add k 2^-23: so |bf16 - fp32| <= (2u + u^2 + k 2^-23) (|A| |B|) elementwise, for
+// each of y = x W^T, dx = dy W and dW = dy^T x. The bias gradient is summed in fp32 (exact up
+// to fp32 order).
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "model/kernels/bf16_gemm.h"
+#include "model/kernels/linear.h"
+
+namespace k = nmt::model::kernels;
+
+namespace {
+
+struct Bf16Products {  // set for a test, fp32 again after it
+  Bf16Products() { k::set_linear_precision(k::LinearPrecision::kBf16); }
+  ~Bf16Products() { k::set_linear_precision(k::LinearPrecision::kFp32); }
+};
+
+double bound_factor(int64_t terms) { return 2 * std::ldexp(1.0, -8) + std::ldexp(1.0, -16) + terms * std::ldexp(1.0, -23); }
+
+// Largest amount by which |got - want| exceeds the bound (<= 0 passes).
+double excess(const torch::Tensor& got, const torch::Tensor& want, const torch::Tensor& abs_product, int64_t terms) {
+  return ((got - want).abs() - abs_product * bound_factor(terms) - 1e-7).max().item<double>();
+}
+
+}  // namespace
+
+TEST(Bf16Linear, OutputAndGradientsWithinBf16RoundingOfFp32) {
+  if (!k::bf16_gemm_problem().empty()) GTEST_SKIP() << k::bf16_gemm_problem();
+  torch::manual_seed(3);
+  const int64_t rows = 37, in = 48, out = 24;
+  auto x = torch::randn({rows, in}, torch::requires_grad());
+  auto w = torch::randn({out, in}, torch::requires_grad());
+  auto b = torch::randn({out}, torch::requires_grad());
+  const auto dy = torch::randn({rows, out});
+  torch::Tensor y16;
+  {
+    Bf16Products bf16;
+    y16 = k::linear(x.view({1, rows, in}), w, b).view({rows, out});
+  }
+  y16.backward(dy);
+  const auto dx16 = x.grad().clone(), dw16 = w.grad().clone(), db16 = b.grad().clone();
+  x.grad().zero_(), w.grad().zero_(), b.grad().zero_();
+  const auto y32 = torch::nn::functional::linear(x, w, b);
+  y32.backward(dy);
+  const auto ax = x.detach().abs(), aw = w.detach().abs(), ady = dy.abs();
+  EXPECT_LE(excess(y16, y32, torch::mm(ax, aw.t()), in), 0.0) << "y";
+  EXPECT_LE(excess(dx16, x.grad(), torch::mm(ady, aw), out), 0.0) << "dx";
+  EXPECT_LE(excess(dw16, w.grad(), torch::mm(ady.t(), ax), rows), 0.0) << "dW";
+  EXPECT_TRUE(torch::allclose(db16, b.grad(), 1e-5, 1e-5)) << "db";
+  // Not fp32 by accident: bf16 rounding shows in the output.
+  EXPECT_GT((y16 - y32).abs().max().item<double>(), 1e-4);
+}
+
+TEST(Bf16Linear, ReluLayerMasksByItsOwnOutput) {
+  if (!k::bf16_gemm_problem().empty()) GTEST_SKIP() << k::bf16_gemm_problem();
+  torch::manual_seed(4);
+  const int64_t rows = 29, in = 32, out = 40;
+  auto x = torch::randn({rows, in}, torch::requires_grad());
+  auto w = torch::randn({out, in}, torch::requires_grad());
+  auto b = torch::randn({out}, torch::requires_grad());
+  const auto dy = torch::randn({rows, out});
+  torch::Tensor y16;
+  {
+    Bf16Products bf16;
+    y16 = k::linear_relu(x, w, b);
+  }
+  y16.backward(dy);
+  const auto pre32 = torch::nn::functional::linear(x.detach(), w.detach(), b.detach());
+  const auto bound = torch::mm(x.detach().abs(), w.detach().abs().t()) * bound_factor(in) + 1e-7;
+  EXPECT_LE(((y16 - pre32.relu()).abs() - bound).max().item<double>(), 0.0) << "relu(y)";
+  // The gradient reaches exactly the units whose bf16 output is positive.
+  const auto mask = (y16.detach() > 0).to(torch::kFloat32);
+  const auto g = dy * mask;
+  EXPECT_TRUE(torch::allclose(b.grad(), g.sum(0), 1e-5, 1e-5)) << "db";
+  const auto dw_want = torch::mm(g.t(), x.detach());
+  EXPECT_LE(excess(w.grad(), dw_want, torch::mm(g.abs().t(), x.detach().abs()), rows), 0.0) << "dW";
+}
+
+TEST(Bf16Linear, NoGradientRecordedStaysFp32) {
+  if (!k::bf16_gemm_problem().empty()) GTEST_SKIP() << k::bf16_gemm_problem();
+  torch::manual_seed(5);
+  const auto x = torch::randn({9, 16}), w = torch::randn({8, 16}), b = torch::randn({8});
+  torch::NoGradGuard no_grad;
+  Bf16Products bf16;
+  EXPECT_TRUE(torch::equal(k::linear(x, w, b), torch::nn::functional::linear(x, w, b)));
+}
