@@ -37,7 +37,8 @@ struct ScheduleConfig {
 
 // train.device: where training (and evaluation) runs.
 enum class Device { kAuto, kCpu, kCuda };  // auto = CUDA when available
-// train.precision: the autocast type of forward and backward (master weights stay fp32).
+// train.precision: of forward and backward (master weights stay fp32). On a CPU bf16 means the
+// linear layers' products in bf16 (model/kernels/linear.h); on a GPU, and fp16, LibTorch's autocast.
 enum class Precision { kFp32, kBf16, kFp16 };
 // train.nonfinite: what a NaN/Inf loss or gradient does.
 enum class NonfinitePolicy { kStop, kSkip };

@@ -79,7 +79,14 @@ PY
       grep -q "error: train.precision=bf16 on this CPU: oneDNN may use no bf16 instructions here" bf16_capped.log \
         || { cat bf16_capped.log; fail "bf16 under a capped ISA: message"; }
       ! ls bf16_capped/*.pt > /dev/null 2>&1 || fail "bf16 refused, yet a checkpoint was written"
-      echo "train.precision=bf16: resumes bitwise; refused where oneDNN may not use bf16 instructions"
+      # A change of precision on resume continues, saying so (either way).
+      run 1 bf16_stop train.precision=fp32 train.max_updates=10 --resume auto || fail "bf16 checkpoint resumed in fp32"
+      grep -q "precision: the checkpoint was trained with train.precision=bf16, this run continues in fp32" bf16_stop.log \
+        || { grep -i precision bf16_stop.log; fail "bf16 -> fp32 resume: no note"; }
+      run 1 bf16_stop train.precision=bf16 train.max_updates=12 --resume auto || fail "fp32 checkpoint resumed in bf16"
+      grep -q "precision: the checkpoint was trained with train.precision=fp32, this run continues in bf16" bf16_stop.log \
+        || { grep -i precision bf16_stop.log; fail "fp32 -> bf16 resume: no note"; }
+      echo "train.precision=bf16: resumes bitwise; a precision change on resume is named; refused where oneDNN may not use bf16 instructions"
     else
       grep -q "train.precision=bf16 on this CPU: " bf16_straight.log || { cat bf16_straight.log; fail "bf16 failed"; }
       echo "bf16 not tested here: $(grep -o 'train.precision=bf16 on this CPU: .*' bf16_straight.log)"

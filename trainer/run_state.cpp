@@ -145,9 +145,32 @@ void Trainer::check_schedule_end_unchanged(const checkpoint::Checkpoint& c, cons
                               then, now, then));
 }
 
+namespace {
+
+// A checkpoint trained in another train.precision resumes (finishing a bf16 run in fp32, say),
+// with a note: from here on the products round differently, so the run is neither precision's
+// uninterrupted run.
+std::string precision_change_note(const config::Config& now, const checkpoint::Checkpoint& c, const std::string& path) {
+  config::Precision then{};
+  try {
+    then = config::load_config_text(c.config_yaml, path + " (its config)").train.precision;
+  } catch (const config::ConfigError&) {
+    return "";  // written by a version with other keys: nothing to compare it with
+  }
+  if (then == now.train.precision) return "";
+  const auto name = [](config::Precision p) {
+    return p == config::Precision::kBf16 ? "bf16" : p == config::Precision::kFp16 ? "fp16" : "fp32";
+  };
+  return fmt::format("precision: the checkpoint was trained with train.precision={}, this run continues in {}",
+                     name(then), name(now.train.precision));
+}
+
+}  // namespace
+
 void Trainer::restore_from(const checkpoint::Checkpoint& c, const std::string& path) {
   checkpoint::check_vocabulary(c, path, train_->manifest());
   check_schedule_end_unchanged(c, path);
+  if (const std::string note = precision_change_note(cfg_, c, path); !note.empty()) log_.info(note);
   checkpoint::load_model_weights(*model_, c.model, path);
   load_optimizer_state(c, path);
   planner_->restore({c.planner_epoch, c.planner_cursor, c.planner_slots});

@@ -54,21 +54,7 @@ Trainer::Trainer(const config::Config& cfg, const dist::ProcessGroup& group, Ble
   train_ = std::make_unique<data::ShardedCorpus>(cfg_.data.shard_dir, cfg_.data.train_split);
   valid_ = std::make_unique<data::ShardedCorpus>(cfg_.data.shard_dir, cfg_.data.valid_split);
   special_ = train_->manifest().special;
-  // Inputs that would otherwise fail only at the first validation, or at a random
-  // update, are refused now: before any training time is spent.
-  for (const data::ShardedCorpus* c : {train_.get(), valid_.get()}) {
-    int64_t longest = 0;
-    for (int64_t i = 0; i < c->size(); ++i)
-      longest = std::max<int64_t>(longest, std::max(c->src_lengths()[i], c->tgt_lengths()[i]) + 1);
-    if (longest > cfg_.model.max_positions)
-      throw config::ConfigError(fmt::format("config key 'model.max_positions' = {}: split '{}' has a sentence of {} positions "
-                                    "(raise it, or lower data.max_len and preprocess again)",
-                                    cfg_.model.max_positions, c->split(), longest));
-    if (longest > cfg_.data.max_tokens)
-      throw config::ConfigError(fmt::format("config key 'data.max_tokens' = {}: split '{}' has a sentence of {} tokens, "
-                                            "which fits in no micro-batch (raise data.max_tokens to at least {})",
-                                            cfg_.data.max_tokens, c->split(), longest, longest));
-  }
+  check_sentences_fit();
   valid_batches_ = data::pack_micro_batches(valid_->src_lengths(), valid_->tgt_lengths(), cfg_.data.max_tokens);
   if (bleu_ && data::find_split_file(cfg_.data.raw_dir, cfg_.data.valid_split, cfg_.data.tgt_lang).empty())
     throw config::ConfigError("config key 'train.validate_bleu' = true: no reference " + cfg_.data.valid_split + "." +
@@ -346,6 +332,24 @@ void Trainer::announce_start(bool resumed) {
                         model::parameter_count(*model_), device_.str(), group_.world_size(), comm_->name(),
                         planner_->updates_per_epoch(), cfg_.train.threads, gemm_.why,
                         model::kernels::attention_kernel_name(model::kernels::attention_kernel())));
+}
+
+// Inputs that would otherwise fail only at the first validation, or at a random update, are
+// refused at start: before any training time is spent.
+void Trainer::check_sentences_fit() const {
+  for (const data::ShardedCorpus* c : {train_.get(), valid_.get()}) {
+    int64_t longest = 0;
+    for (int64_t i = 0; i < c->size(); ++i)
+      longest = std::max<int64_t>(longest, std::max(c->src_lengths()[i], c->tgt_lengths()[i]) + 1);
+    if (longest > cfg_.model.max_positions)
+      throw config::ConfigError(fmt::format("config key 'model.max_positions' = {}: split '{}' has a sentence of {} positions "
+                                    "(raise it, or lower data.max_len and preprocess again)",
+                                    cfg_.model.max_positions, c->split(), longest));
+    if (longest > cfg_.data.max_tokens)
+      throw config::ConfigError(fmt::format("config key 'data.max_tokens' = {}: split '{}' has a sentence of {} tokens, "
+                                            "which fits in no micro-batch (raise data.max_tokens to at least {})",
+                                            cfg_.data.max_tokens, c->split(), longest, longest));
+  }
 }
 
 // train.precision=bf16 on a CPU: the linear layers' products in bf16 (refused at start, naming

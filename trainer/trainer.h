@@ -119,6 +119,7 @@ class Trainer {
   bool should_stop(int64_t epoch) const;
   // The steps of run(), in order.
   bool resume_or_start(const std::string& resume);
+  void check_sentences_fit() const;
   void choose_cpu_precision();
   void check_ranks_agree_on_start();  // same position everywhere, then rank 0's parameters
   void announce_start(bool resumed);
