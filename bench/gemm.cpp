@@ -1,12 +1,14 @@
-// gemm [ROWS] [THREADS] [MILLISECONDS]: fp32 GEMM speed of each library at the model's
-// shapes, side by side in one process: MKL (LibTorch's torch::mm), oneDNN (dnnl_sgemm,
-// what train.gemm=onednn uses) and BLIS (cblas_sgemm of Debian's libblis.so.4, measured
-// only), for the recipe's shape (d_model 256, FFN 1024) and the tiny one (128, 256), both
-// with the 8k vocabulary, at ROWS tokens per micro-batch; plus the 2048^3 product on which
-// `train --benchmark` measures the MFU peak. Then each weight's forward as stored and on a
-// transposed copy: oneDNN's at ROWS rows with the copy made per call (training), and each
-// library's at a decoding step's 256 rows with the copy kept (decoding). One JSON line per
-// shape set: GFLOP/s of each library, and each product's figures under "products".
+// gemm [ROWS] [THREADS] [MILLISECONDS]: GEMM speed of each library at the model's shapes,
+// side by side in one process. fp32: MKL (LibTorch's torch::mm), oneDNN (dnnl_sgemm, what
+// train.gemm=onednn uses) and BLIS (cblas_sgemm of Debian's libblis.so.4, measured only); and
+// bf16 operands with fp32 sums through oneDNN's matmul (gemm_bf16, what train.precision=bf16
+// uses on a CPU; 0 where the CPU has no bf16 instructions). For the recipe's shape (d_model
+// 256, FFN 1024) and the tiny one (128, 256), both with the 8k vocabulary, at ROWS tokens per
+// micro-batch; plus the 2048^3 product on which `train --benchmark` measures the MFU peak.
+// Then each weight's forward as stored and on a transposed copy: oneDNN's at ROWS rows with
+// the copy made per call (training), and each library's at a decoding step's 256 rows with
+// the copy kept (decoding). One JSON line per shape set: GFLOP/s of each library, and each
+// product's figures under "products".
 #include <ATen/Parallel.h>
 #include <dlfcn.h>
 #include <torch/torch.h>
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "bench/bench_args.h"
+#include "model/kernels/bf16_gemm.h"
 #include "model/kernels/gemm.h"
 #include "model/kernels/gemm_plan.h"
 
@@ -61,6 +64,25 @@ double blis_flops_per_s(const Blis& blis, const GemmShape& s, double seconds) {
   return 2.0 * static_cast<double>(s.m * s.n * s.k) * reps / secs;
 }
 
+// bf16 products (gemm_bf16: oneDNN's matmul, fp32 sums and result), 0 where unavailable.
+double bf16_flops_per_s(const GemmShape& s, double seconds) {
+  namespace k = nmt::model::kernels;
+  if (!k::bf16_gemm_problem().empty()) return 0;
+  const auto a = (s.trans_a ? torch::randn({s.k, s.m}) : torch::randn({s.m, s.k})).to(torch::kBFloat16);
+  const auto b = (s.trans_b ? torch::randn({s.n, s.k}) : torch::randn({s.k, s.n})).to(torch::kBFloat16);
+  auto c = torch::empty({s.m, s.n});
+  k::gemm_bf16(a, s.trans_a, b, s.trans_b, c, false);
+  int reps = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  double secs = 0;
+  do {
+    k::gemm_bf16(a, s.trans_a, b, s.trans_b, c, false);
+    ++reps;
+    secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  } while (secs < seconds);
+  return 2.0 * static_cast<double>(s.m * s.n * s.k) * reps / secs;
+}
+
 std::string shape_name(const GemmShape& s) {
   return std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) + (s.trans_a ? " At" : "") +
          (s.trans_b ? " Bt" : "");
@@ -69,23 +91,27 @@ std::string shape_name(const GemmShape& s) {
 // One JSON line for a set of products: per product and in all (FLOP-weighted harmonic).
 void report(const char* label, const std::vector<GemmShape>& shapes, const Blis& blis, double seconds) {
   std::string products;
-  double flops = 0, t_mkl = 0, t_dnnl = 0, t_blis = 0;
+  double flops = 0, t_mkl = 0, t_dnnl = 0, t_blis = 0, t_bf16 = 0;
   for (const GemmShape& s : shapes) {
     const double f = 2.0 * static_cast<double>(s.m * s.n * s.k);
     const double mkl = nmt::model::kernels::gemm_flops_per_s(GemmBackend::kMkl, {s}, seconds);
     const double dnnl = nmt::model::kernels::onednn_available()
                             ? nmt::model::kernels::gemm_flops_per_s(GemmBackend::kOneDnn, {s}, seconds) : 0;
     const double bl = blis.sgemm ? blis_flops_per_s(blis, s, seconds) : 0;
+    const double b16 = bf16_flops_per_s(s, seconds);
     flops += f, t_mkl += f / mkl, t_dnnl += dnnl > 0 ? f / dnnl : 0, t_blis += bl > 0 ? f / bl : 0;
-    char line[200];
-    std::snprintf(line, sizeof(line), "%s{\"shape\": \"%s\", \"mkl\": %.1f, \"onednn\": %.1f, \"blis\": %.1f}",
-                  products.empty() ? "" : ", ", shape_name(s).c_str(), mkl / 1e9, dnnl / 1e9, bl / 1e9);
+    t_bf16 += b16 > 0 ? f / b16 : 0;
+    char line[240];
+    std::snprintf(line, sizeof(line),
+                  "%s{\"shape\": \"%s\", \"mkl\": %.1f, \"onednn\": %.1f, \"blis\": %.1f, \"onednn_bf16\": %.1f}",
+                  products.empty() ? "" : ", ", shape_name(s).c_str(), mkl / 1e9, dnnl / 1e9, bl / 1e9, b16 / 1e9);
     products += line;
   }
-  std::printf("{\"shapes\": \"%s\", \"threads\": %d, \"gflops\": {\"mkl\": %.1f, \"onednn\": %.1f, \"blis\": %.1f}, "
-              "\"onednn_over_mkl\": %.3f, \"products\": [%s]}\n",
+  std::printf("{\"shapes\": \"%s\", \"threads\": %d, \"gflops\": {\"mkl\": %.1f, \"onednn\": %.1f, \"blis\": %.1f, "
+              "\"onednn_bf16\": %.1f}, \"onednn_over_mkl\": %.3f, \"bf16_over_onednn\": %.3f, \"products\": [%s]}\n",
               label, at::get_num_threads(), flops / t_mkl / 1e9, t_dnnl > 0 ? flops / t_dnnl / 1e9 : 0.0,
-              t_blis > 0 ? flops / t_blis / 1e9 : 0.0, t_dnnl > 0 ? t_mkl / t_dnnl : 0.0, products.c_str());
+              t_blis > 0 ? flops / t_blis / 1e9 : 0.0, t_bf16 > 0 ? flops / t_bf16 / 1e9 : 0.0,
+              t_dnnl > 0 ? t_mkl / t_dnnl : 0.0, t_bf16 > 0 && t_dnnl > 0 ? t_dnnl / t_bf16 : 0.0, products.c_str());
   std::fflush(stdout);
 }
 
@@ -130,6 +156,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "gemm: oneDNN not measured: %s\n", nmt::model::kernels::onednn_unavailable_reason().c_str());
     const Blis blis(threads);
     if (!blis.sgemm) std::fprintf(stderr, "gemm: BLIS not measured: libblis.so.4 not found (Debian libblis4)\n");
+    if (const std::string why = nmt::model::kernels::bf16_gemm_problem(); !why.empty())
+      std::fprintf(stderr, "gemm: bf16 not measured: %s\n", why.c_str());
     report("square 2048", {{2048, 2048, 2048, false, false}}, blis, seconds);
     report("recipe 256/1024/8000", nmt::model::kernels::transformer_gemm_shapes(rows, 256, 1024, 8000), blis, seconds);
     report("tiny 128/256/8000", nmt::model::kernels::transformer_gemm_shapes(rows, 128, 256, 8000), blis, seconds);

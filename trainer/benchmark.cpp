@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "base/elapsed.h"
+#include "model/kernels/bf16_gemm.h"
 #include "model/kernels/gemm.h"
+#include "model/kernels/linear.h"
 #include "trainer/trainer.h"
 
 namespace fs = std::filesystem;
@@ -19,13 +21,14 @@ namespace nmt::trainer {
 namespace {
 struct MatmulPeak {
   double flops_per_s = 0;
-  std::string library;  // the GEMM that reached it: "mkl", "onednn", or "cuda" (torch::mm on the GPU)
+  std::string library;  // the GEMM that reached it: "mkl", "onednn", "onednn_bf16", or "cuda" (torch::mm)
 };
 
-// The fp32 matrix-multiply FLOP/s MFU is measured against: a 2048^3 product with this
-// process's intra-op threads, through the best GEMM library of the machine (MKL or oneDNN,
+// The matrix-multiply FLOP/s MFU is measured against: a 2048^3 product with this process's
+// intra-op threads, through the best GEMM library of the machine (MKL or oneDNN,
 // model/kernels/gemm.h), so that a library the trainer does not use cannot flatter the MFU.
 // 2 s per library, in alternating halves: 1 s of one library was too noisy on a shared VM.
+// Under bf16 products (train.precision=bf16 on a CPU) the peak is bf16's (gemm_bf16).
 MatmulPeak matmul_peak(const torch::Device& device) {
   const int64_t n = 2048;
   if (device.is_cuda()) {
@@ -41,6 +44,18 @@ MatmulPeak matmul_peak(const torch::Device& device) {
     return {2.0 * n * n * n * reps / base::seconds_since(t0), "cuda"};
   }
   using model::kernels::GemmBackend;
+  if (model::kernels::linear_precision() == model::kernels::LinearPrecision::kBf16) {
+    auto a = torch::randn({n, n}).to(torch::kBFloat16), b = torch::randn({n, n}).to(torch::kBFloat16);
+    auto c = torch::empty({n, n});
+    model::kernels::gemm_bf16(a, false, b, false, c, false);  // untimed: the primitive is made
+    int reps = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    do {
+      model::kernels::gemm_bf16(a, false, b, false, c, false);
+      ++reps;
+    } while (base::seconds_since(t0) < 2.0);
+    return {2.0 * n * n * n * reps / base::seconds_since(t0), "onednn_bf16"};
+  }
   const std::vector<model::kernels::GemmShape> square{{n, n, n, false, false}};
   std::vector<GemmBackend> libraries{GemmBackend::kMkl};
   if (model::kernels::onednn_available()) libraries.push_back(GemmBackend::kOneDnn);

@@ -9,7 +9,8 @@
 // (transposed operands included) on its brgemm avx512_core_bf16 kernel. LibTorch's own bf16
 // mm ran 330-420 but returns bf16 only on the CPU (mm's out_dtype is CUDA-only), a rounding
 // and a pass more; oneDNN's fpmath_mode=bf16 on fp32 operands was ignored there (fp32
-// speed, bit-identical results). Measured 2026-11-25, /tmp probes recorded in bench/README.md.
+// speed, bit-identical results). Measured 2026-11-25: build/bench/gemm (onednn_bf16 column) and
+// probes of oneDNN alone, bench/README.md.
 //
 // One primitive per layout (transpositions, accumulation), its dimensions given at run time.
 #include <torch/torch.h>
