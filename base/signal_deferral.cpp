@@ -3,19 +3,19 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <exception>
 
 namespace nmt::base {
 namespace {
 
-volatile std::sig_atomic_t g_pending = 0;
+// Written by the handler, read by the thread that holds the deferral (under
+// handle_signals_on_own_thread, another thread): a lock-free atomic, safe in a handler.
+std::atomic<int> g_pending{0};
+static_assert(std::atomic<int>::is_always_lock_free);
 
-void record(int sig) {
-  g_pending = sig;
-  // The first Ctrl-C is deferred; a second one must still end a stuck process.
-  if (sig == SIGINT) std::signal(SIGINT, SIG_DFL);
-}
+void record(int sig) { g_pending = sig; }
 
 }  // namespace
 
@@ -32,7 +32,9 @@ std::string signal_name(int signal) {
 
 SignalDeferral::SignalDeferral() : outer_pending_(g_pending), unwinding_at_start_(std::uncaught_exceptions()) {
   g_pending = 0;
-  handlers_.install(record, {SIGINT, SIGTERM, SIGHUP});
+  handlers_.install(record, {SIGTERM, SIGHUP});
+  // The first Ctrl-C is deferred; a second one must still end a stuck process.
+  handlers_.install(record, {SIGINT}, SA_RESETHAND);
 }
 
 SignalDeferral::~SignalDeferral() {

@@ -6,9 +6,10 @@
 // process-directed signal back; instead a handler that only records the signal replaces
 // the current one for the guard's life. Two ways to use it:
 //  - short critical sections (a checkpoint's write and rename): when the guard ends the
-//    previous handlers come back and a recorded signal is raised again, so it then does
-//    what it would have done (kill the process, or set the trainer's stop flag) with the
-//    file already published or removed;
+//    previous handlers come back and a recorded signal is sent to the process again, so it
+//    then does what it would have done (kill the process, or set the trainer's stop flag)
+//    with the file already published or removed: at once where this thread takes it, a
+//    moment later where another thread handles signals (signal_thread.h);
 //  - long work (preprocess): call throw_if_pending() at safe points; it throws
 //    Interrupted, the caller's cleanup runs while the stack unwinds, and main turns it into
 //    the exit code 128 + signal. A second Ctrl-C while the guard lives ends the process

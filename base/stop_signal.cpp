@@ -1,8 +1,12 @@
 #include "base/stop_signal.h"
 
+#include <atomic>
+
 namespace nmt::base {
 namespace {
-volatile std::sig_atomic_t g_received = 0;
+// Set by the handler on the signal thread (signal_thread.h), read by the training loop.
+std::atomic<int> g_received{0};
+static_assert(std::atomic<int>::is_always_lock_free);
 void on_signal(int sig) { g_received = sig; }
 }  // namespace
 

@@ -1,5 +1,6 @@
 // kernels::gemm_bf16 against LibTorch's fp32 mm on the same values: operands drawn as bf16
-// (so fp32 holds them exactly), every transposition, a row stride wider than the row, and
+// (so fp32 holds them exactly), every transposition, rows wider than the operand for A, B and C,
+// a one-row operand with a zero row stride, and
 // accumulation. Products of bf16 values are exact in fp32, so the two differ only by the order
 // of fp32 sums: |diff| <= k * 2^-23 * sum |a||b| bounds it (the usual dot-product error bound).
 #include <gtest/gtest.h>
@@ -18,12 +19,16 @@ bool skip_without_bf16() {
   return true;
 }
 
+// Each operand's rows `pad` elements wider than the operand: stride(0) > size(1).
+torch::Tensor padded(int64_t rows, int64_t cols, int64_t pad, torch::ScalarType type) {
+  return torch::randn({rows, cols + pad}).to(type).narrow(1, 0, cols);
+}
+
 void expect_matches_fp32(int64_t m, int64_t n, int64_t kk, bool ta, bool tb, bool accumulate, int64_t pad) {
   torch::manual_seed(7);
-  auto a = torch::randn(ta ? std::vector<int64_t>{kk, m + pad} : std::vector<int64_t>{m, kk + pad}).to(torch::kBFloat16);
-  auto b = torch::randn(tb ? std::vector<int64_t>{n, kk} : std::vector<int64_t>{kk, n}).to(torch::kBFloat16);
-  a = ta ? a.narrow(1, 0, m) : a.narrow(1, 0, kk);  // rows wider than the operand: stride(0) > size(1)
-  auto c = torch::randn({m, n});
+  auto a = ta ? padded(kk, m, pad, torch::kBFloat16) : padded(m, kk, pad, torch::kBFloat16);
+  auto b = tb ? padded(n, kk, pad + 1, torch::kBFloat16) : padded(kk, n, pad + 1, torch::kBFloat16);
+  auto c = padded(m, n, pad + 2, torch::kFloat32);
   const auto c0 = c.clone();
   k::gemm_bf16(a, ta, b, tb, c, accumulate);
   const auto op_a = (ta ? a.t() : a).to(torch::kFloat32), op_b = (tb ? b.t() : b).to(torch::kFloat32);
@@ -31,7 +36,7 @@ void expect_matches_fp32(int64_t m, int64_t n, int64_t kk, bool ta, bool tb, boo
   const auto bound = torch::mm(op_a.abs(), op_b.abs()) * (kk + 2) * std::ldexp(1.0, -23) + 1e-6;
   const auto over = ((c - want).abs() - bound).max().item<double>();
   EXPECT_LE(over, 0.0) << "m " << m << " n " << n << " k " << kk << " ta " << ta << " tb " << tb << " acc "
-                       << accumulate;
+                       << accumulate << " pad " << pad;
 }
 
 }  // namespace
@@ -40,8 +45,20 @@ TEST(Bf16Gemm, MatchesFp32MmOnBf16ValuesInEveryLayout) {
   if (skip_without_bf16()) GTEST_SKIP();
   for (bool ta : {false, true})
     for (bool tb : {false, true})
-      for (bool acc : {false, true}) expect_matches_fp32(67, 45, 129, ta, tb, acc, ta ? 0 : 3);
+      for (bool acc : {false, true})
+        for (int64_t pad : {0, 3}) expect_matches_fp32(67, 45, 129, ta, tb, acc, pad);
   EXPECT_FALSE(k::bf16_gemm_kernel().empty());
+}
+
+TEST(Bf16Gemm, OneRowOperandWithAnyRowStride) {
+  if (skip_without_bf16()) GTEST_SKIP();
+  // A one-row tensor may carry stride(0) 0 (an expand), which is no leading dimension.
+  const auto a = torch::randn({1, 16}).to(torch::kBFloat16).expand({1, 16});
+  const auto zero_stride = a.as_strided({1, 16}, {0, 1});
+  const auto b = torch::randn({16, 8}).to(torch::kBFloat16);
+  auto c = torch::empty({1, 8});
+  k::gemm_bf16(zero_stride, false, b, false, c, false);
+  EXPECT_TRUE(torch::allclose(c, torch::mm(a.to(torch::kFloat32), b.to(torch::kFloat32)), 1e-5, 1e-5));
 }
 
 TEST(Bf16Gemm, RefusesWrongTypesAndShapes) {

@@ -144,7 +144,7 @@ nlohmann::json Trainer::benchmark(int64_t warmup, int64_t updates, const std::st
           {"matmul_peak_flops_per_s", peak},
           {"matmul_peak_library", mine.library},
           {"gemm", model::kernels::gemm_backend_name(gemm_.backend)},
-          {"gemm_choice", gemm_.why},
+          {"gemm_choice", gemm_text()},
           {"attention", model::kernels::attention_kernel_name(model::kernels::attention_kernel())},
           {"mfu", flops / wall / peak},
           {"parameters", model::parameter_count(*model_)},

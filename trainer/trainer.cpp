@@ -330,7 +330,7 @@ void Trainer::announce_start(bool resumed) {
   if (cfg_.train.tensorboard) log_.start_tensorboard(update_ + 1);
   log_.info(fmt::format("model: {} parameters | device {} | ranks {} | backend {} | {} updates/epoch | threads {} | gemm {} | attention {}",
                         model::parameter_count(*model_), device_.str(), group_.world_size(), comm_->name(),
-                        planner_->updates_per_epoch(), cfg_.train.threads, gemm_.why,
+                        planner_->updates_per_epoch(), cfg_.train.threads, gemm_text(),
                         model::kernels::attention_kernel_name(model::kernels::attention_kernel())));
 }
 
@@ -357,12 +357,18 @@ void Trainer::check_sentences_fit() const {
 void Trainer::choose_cpu_precision() {
   namespace k = model::kernels;
   const bool bf16 = cfg_.train.precision == config::Precision::kBf16 && device_.is_cpu();
-  if (bf16) {
+  if (bf16)
     if (const std::string why = k::bf16_gemm_problem(); !why.empty())
-      throw config::ConfigError("train.precision=bf16 on this CPU: " + why + "; use train.precision=fp32");
-    gemm_.why += fmt::format("; bf16 products (oneDNN matmul, {})", k::bf16_isa_name(k::cpu_bf16_isa()));
-  }
+      throw config::ConfigError("train.precision=bf16 is unavailable here: " + why + "; use train.precision=fp32");
   k::set_linear_precision(bf16 ? k::LinearPrecision::kBf16 : k::LinearPrecision::kFp32);
+}
+
+// train.gemm's decision, and the bf16 products where they are on (also after a resume, which
+// may replace the decision with the checkpoint's library).
+std::string Trainer::gemm_text() const {
+  namespace k = model::kernels;
+  if (k::linear_precision() != k::LinearPrecision::kBf16) return gemm_.why;
+  return gemm_.why + "; bf16 products (" + k::bf16_gemm_description() + ")";
 }
 
 // One all-reduce decides for every rank: rank 0's clock, and any rank's signal.

@@ -121,6 +121,7 @@ class Trainer {
   bool resume_or_start(const std::string& resume);
   void check_sentences_fit() const;
   void choose_cpu_precision();
+  std::string gemm_text() const;
   void check_ranks_agree_on_start();  // same position everywhere, then rank 0's parameters
   void announce_start(bool resumed);
   struct StopVote {

@@ -9,9 +9,13 @@
 namespace nmt::model::kernels {
 namespace {
 
+// The distance between rows: a one-row tensor may carry any stride (even 0) in its first
+// dimension, which the library must not see.
+int64_t leading_dimension(const torch::Tensor& t) { return t.size(0) == 1 ? t.size(1) : t.stride(0); }
+
 void check_operand(const torch::Tensor& t, const char* name, torch::ScalarType type) {
-  TORCH_CHECK(t.dim() == 2 && t.scalar_type() == type && t.device().is_cpu() && t.stride(1) == 1 &&
-                  t.stride(0) >= t.size(1) && t.size(0) > 0 && t.size(1) > 0,
+  TORCH_CHECK(t.dim() == 2 && t.scalar_type() == type && t.device().is_cpu() && (t.size(1) == 1 || t.stride(1) == 1) &&
+                  leading_dimension(t) >= t.size(1) && t.size(0) > 0 && t.size(1) > 0,
               "gemm_bf16: ", name, " must be a non-empty 2-D ", type, " CPU tensor with contiguous rows, got ",
               t.sizes(), " ", t.scalar_type(), " strides ", t.strides());
 }
@@ -34,9 +38,11 @@ const char* bf16_isa_name(Bf16Isa isa) {
 }
 
 std::string bf16_gemm_problem() {
-  if (cpu_bf16_isa() == Bf16Isa::kNone)
-    return "this CPU has neither the avx512_bf16 nor the amx_bf16 flag (CPUID), so no bf16 instructions";
-  return onednn_matmul_problem();
+  static const std::string problem =  // decided once: CPUID is a VM exit under KVM
+      cpu_bf16_isa() == Bf16Isa::kNone
+          ? "this CPU has neither the avx512_bf16 nor the amx_bf16 flag (CPUID), so no bf16 instructions"
+          : onednn_matmul_problem();
+  return problem;
 }
 
 void gemm_bf16(const torch::Tensor& a, bool trans_a, const torch::Tensor& b, bool trans_b, torch::Tensor& c,
@@ -51,11 +57,14 @@ void gemm_bf16(const torch::Tensor& a, bool trans_a, const torch::Tensor& b, boo
   if (const std::string why = bf16_gemm_problem(); !why.empty())
     throw std::runtime_error("bf16 GEMM unavailable: " + why);
   const auto view = [](const torch::Tensor& t, bool trans) {
-    return MatrixView{t.data_ptr(), trans ? t.size(1) : t.size(0), trans ? t.size(0) : t.size(1), t.stride(0), trans};
+    return MatrixView{t.data_ptr(), trans ? t.size(1) : t.size(0), trans ? t.size(0) : t.size(1), leading_dimension(t),
+                      trans};
   };
-  onednn_bf16_matmul(view(a, trans_a), view(b, trans_b), c.data_ptr<float>(), c.stride(0), accumulate);
+  onednn_bf16_matmul(view(a, trans_a), view(b, trans_b), c.data_ptr<float>(), leading_dimension(c), accumulate);
 }
 
 std::string bf16_gemm_kernel() { return onednn_matmul_kernel(); }
+
+std::string bf16_gemm_description() { return "oneDNN matmul " + onednn_matmul_kernel() + ", " + onednn_bf16_isa(); }
 
 }  // namespace nmt::model::kernels

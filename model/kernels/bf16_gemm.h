@@ -1,18 +1,19 @@
 #pragma once
 // bf16 matrix products on the CPU: bf16 operands, products summed in fp32, an fp32 result,
 // through oneDNN's matmul primitive (Debian's libdnnl.so.2, onednn_library.h), which runs them
-// on the CPU's bf16 instructions: AVX512_BF16's dot products, or AMX's tiles.
+// on the CPU's bf16 instructions (measured only with AVX512_BF16's dot products: no AMX here yet).
 //
 // Why oneDNN's matmul: on a 2-core AMD EPYC Zen 4 (AVX512_BF16) at the recipe's products
 // (1,536 rows, d_model 256, FFN 1,024, 8k vocabulary), its bf16 matmul ran 360-420 GFLOP/s
 // against dnnl_sgemm's fp32 190-220, every product of the forward and both backward ones
-// (transposed operands included) on its brgemm avx512_core_bf16 kernel. LibTorch's own bf16
+// (transposed operands included). LibTorch's own bf16
 // mm ran 330-420 but returns bf16 only on the CPU (mm's out_dtype is CUDA-only), a rounding
 // and a pass more; oneDNN's fpmath_mode=bf16 on fp32 operands was ignored there (fp32
 // speed, bit-identical results). Measured 2026-11-25: build/bench/gemm (onednn_bf16 column) and
 // probes of oneDNN alone, bench/README.md.
 //
-// One primitive per layout (transpositions, accumulation), its dimensions given at run time.
+// One primitive per layout (transpositions, accumulation), its dimensions given at run time
+// (onednn_matmul.cpp says why); oneDNN 2.6 runs those on its gemm:jit kernel.
 #include <torch/torch.h>
 
 #include <string>
@@ -24,7 +25,8 @@ enum class Bf16Isa { kNone, kAvx512Bf16, kAmx };
 Bf16Isa cpu_bf16_isa();
 const char* bf16_isa_name(Bf16Isa isa);  // "none", "AVX512_BF16", "AMX"
 
-// "" where bf16 products can run here; else why not (the library, or the CPU flags it lacks).
+// "" where bf16 products can run here; else why not: the CPU flags it lacks, the library, or
+// oneDNN's refusal to make the products' primitives (all are made on the first call).
 std::string bf16_gemm_problem();
 
 // c = op(a) op(b), or c += op(a) op(b) when `accumulate`: a and b 2-D bf16 CPU tensors with
@@ -33,7 +35,11 @@ std::string bf16_gemm_problem();
 void gemm_bf16(const torch::Tensor& a, bool trans_a, const torch::Tensor& b, bool trans_b, torch::Tensor& c,
                bool accumulate);
 
-// oneDNN's name for the kernel of the last new product ("brg:avx512_core_bf16"), "" before any.
+// oneDNN's name for the products' kernel ("gemm:jit"), "" where unavailable.
 std::string bf16_gemm_kernel();
+
+// What the start line says of bf16 products: "oneDNN matmul gemm:jit, AVX512_BF16" (the ISA
+// oneDNN may use, not only the CPU's flags).
+std::string bf16_gemm_description();
 
 }  // namespace nmt::model::kernels

@@ -48,8 +48,9 @@ struct MatmulApi {
 
 void check(dnnl_status_t status, const char* what) {
   if (status != dnnl_success)
-    throw std::runtime_error(std::string("bf16 GEMM: oneDNN's ") + what + " failed with status " +
-                             std::to_string(static_cast<int>(status)));
+    throw std::runtime_error(std::string("oneDNN's ") + what + " failed with status " +
+                             std::to_string(static_cast<int>(status)) +
+                             (status == dnnl_unimplemented ? " (unimplemented for bf16 here)" : ""));
 }
 
 // One primitive per layout: whether op(A) and op(B) are transposed, and whether the product
@@ -81,10 +82,21 @@ class Matmuls {
                  "is DNNL_MAX_CPU_ISA set?)";
       return;
     }
-    check(api_.dnnl_engine_create(&engine_, dnnl_cpu, 0), "engine_create");
-    check(api_.dnnl_stream_create(&stream_, engine_, dnnl_stream_default_flags), "stream_create");
+    isa_ = (isa & dnnl_cpu_isa_avx512_core_amx) == dnnl_cpu_isa_avx512_core_amx ? "AMX" : "AVX512_BF16";
+    // Every layout's primitive now, so that a library that cannot make one is refused when
+    // bf16 is chosen (train's start), not at the first product of a run.
+    try {
+      check(api_.dnnl_engine_create(&engine_, dnnl_cpu, 0), "engine_create");
+      check(api_.dnnl_stream_create(&stream_, engine_, dnnl_stream_default_flags), "stream_create");
+      for (bool trans_a : {false, true})
+        for (bool trans_b : {false, true})
+          for (bool accumulate : {false, true}) product(trans_a, trans_b, accumulate);
+    } catch (const std::runtime_error& e) {
+      problem_ = e.what();
+    }
   }
   const std::string& problem() const { return problem_; }
+  const std::string& isa() const { return isa_; }
   std::string kernel() {
     std::lock_guard<std::mutex> lock(mutex_);
     return kernel_;
@@ -152,7 +164,7 @@ class Matmuls {
   }
 
   MatmulApi api_;
-  std::string problem_, kernel_;
+  std::string problem_, kernel_, isa_;
   dnnl_engine_t engine_ = nullptr;
   dnnl_stream_t stream_ = nullptr;
   std::mutex mutex_;
@@ -173,5 +185,7 @@ void onednn_bf16_matmul(const MatrixView& a, const MatrixView& b, float* c, int6
 }
 
 std::string onednn_matmul_kernel() { return matmuls().kernel(); }
+
+const std::string& onednn_bf16_isa() { return matmuls().isa(); }
 
 }  // namespace nmt::model::kernels

@@ -16,14 +16,19 @@ struct MatrixView {
   bool transposed;
 };
 
-// "" where the matmul API was found in libdnnl.so.2; else why not.
+// "" where libdnnl.so.2 has the matmul API, lets oneDNN use bf16 instructions, and made every
+// layout's primitive (made once, on the first call); else why not.
 const std::string& onednn_matmul_problem();
 
 // c[m, n] (row stride ldc, fp32) = a[m, k] b[k, n] (+ c when `accumulate`), a and b bf16.
 // Throws std::runtime_error naming the oneDNN call that failed.
 void onednn_bf16_matmul(const MatrixView& a, const MatrixView& b, float* c, int64_t ldc, bool accumulate);
 
-// oneDNN's name for the kernel of the last new product ("brg:avx512_core_bf16"), "" before any.
+// oneDNN's name for the products' kernel ("gemm:jit"), "" where unavailable.
 std::string onednn_matmul_kernel();
+
+// The bf16 instructions oneDNN may use here, by its own effective ISA (the CPU's, capped by
+// DNNL_MAX_CPU_ISA): "AMX" or "AVX512_BF16"; "" where unavailable.
+const std::string& onednn_bf16_isa();
 
 }  // namespace nmt::model::kernels
