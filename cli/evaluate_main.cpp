@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
     if (verbose && group.is_main())
       std::fprintf(stderr, "%s: %s\n", name.c_str(),
                    nmt::trainer::decoding_setup_text(gemm, device, cfg.train.threads, attention).c_str());
-    nmt::runtime::configure_cuda_math(cfg.train);
+    nmt::runtime::configure_cuda_math(cfg);
     const auto result = nmt::eval::run_evaluation(cfg, req, *comm);
     if (group.is_main() && result.scored)
       std::printf("%s\n%s\n", result.bleu.to_string().c_str(), nmt::eval::bleu_signature().c_str());

@@ -32,14 +32,14 @@ int main(int argc, char** argv) {
     nmt::config::Config cfg;
     if (!nmt::cli::resolve_config(args, nmt::config::Needs::kShards, &cfg)) return 0;
     torch::set_num_threads(static_cast<int>(cfg.train.threads));
-    const torch::Device device = nmt::runtime::choose_device(cfg.train, 0);
+    const torch::Device device = nmt::runtime::choose_device(cfg.train, nmt::runtime::launcher_local_rank());
     const auto gemm = nmt::trainer::decide_decoding_gemm(cfg, cfg.model, device);
     nmt::trainer::apply_decoding_gemm(gemm);
     const char* attention = nmt::trainer::choose_attention_kernel(cfg);
     if (verbose)
       std::cerr << "translate: " << nmt::trainer::decoding_setup_text(gemm, device, cfg.train.threads, attention)
                 << std::endl;
-    nmt::runtime::configure_cuda_math(cfg.train);
+    nmt::runtime::configure_cuda_math(cfg);
     nmt::eval::Translator translator(cfg, checkpoint, device);
     std::vector<std::string> lines;
     if (!input.empty()) {

@@ -68,7 +68,7 @@ struct TrainConfig {
   Gemm gemm = Gemm::kMkl;         // mkl|onednn|auto: CPU GEMM of the linear layers (mkl: LibTorch's own;
                                   // decoding may multiply on kept transposed weights under either, gemm_plan.h)
   Attention attention = Attention::kShort;  // short|sdpa: CPU attention of training and scoring (sdpa: LibTorch's)
-  bool tf32 = false;              // CUDA: fp32 matmuls and convolutions may use TF32 (runtime/cuda_math.h)
+  bool tf32 = true;               // CUDA: fp32 matmuls and convolutions may use TF32 (runtime/cuda_math.h)
   bool cudnn_sdpa = false;        // CUDA: allow cuDNN's attention kernel (slow with varying batch shapes)
   bool validate_bleu = false;     // also greedy-decode the validation split at each validation (best_bleu.pt)
   NonfinitePolicy nonfinite = NonfinitePolicy::kStop;  // stop, or skip the update and count it
@@ -90,6 +90,7 @@ struct EvalConfig {
 
 struct DebugConfig {
   bool anomaly = false;           // autograd anomaly detection (slow; finds the op that made a NaN)
+  bool deterministic = false;     // CUDA: deterministic kernels only, so a run repeats bit for bit (runtime/cuda_math.h)
   int64_t fault_rank = -1;        // fault injection for tests: this rank throws ...
   int64_t fault_update = -1;      // ... at this update
   int64_t nan_update = -1;        // fault injection: the loss of this update becomes NaN

@@ -216,6 +216,7 @@ const std::vector<Field>& fields() {
       NMT_FIELD(eval, max_tokens, (Range{1, 1e9})),
       NMT_FIELD(eval, nbest, (Range{1, 1000})),
       NMT_FIELD(debug, anomaly, Any{}),
+      NMT_FIELD(debug, deterministic, Any{}),
       NMT_FIELD(debug, fault_rank, (Range{-1, 1e9})),
       NMT_FIELD(debug, fault_update, (Range{-1, 1e15})),
       NMT_FIELD(debug, nan_update, (Range{-1, 1e15})),

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 #include "dist/communicator_mpi.h"
 #include "dist/dist_error.h"
@@ -46,6 +47,23 @@ bool nccl_compiled() {
 #endif
 }
 
+#ifdef NMTRAIN_WITH_CUDA
+namespace {
+
+// NCCL refuses two ranks on one GPU only once its communicator is half made (an MPI_Abort
+// with Open MPI's banner and no word of ours), so the count is checked before it starts.
+void refuse_shared_gpus(const ProcessGroup& group) {
+  const int gpus = static_cast<int>(torch::cuda::device_count());
+  if (group.local_size() <= gpus) return;
+  throw DistSetupError("dist.backend=nccl needs a GPU of its own for every rank, but host " + host_name() + " runs " +
+                  std::to_string(group.local_size()) + " ranks and sees " + std::to_string(gpus) +
+                  " CUDA device(s): start at most " + std::to_string(gpus) +
+                  " rank(s) per host (mpirun --map-by ppr:" + std::to_string(gpus) + ":node)");
+}
+
+}  // namespace
+#endif
+
 std::unique_ptr<Communicator> make_communicator(const DistConfig& cfg, const ProcessGroup& group,
                                                 const torch::Device& device) {
   Backend backend = cfg.backend;
@@ -57,6 +75,7 @@ std::unique_ptr<Communicator> make_communicator(const DistConfig& cfg, const Pro
     return make_mpi_communicator(group, cfg.timeout_s);
   }
 #ifdef NMTRAIN_WITH_CUDA
+  refuse_shared_gpus(group);
   return make_nccl_communicator(group, device, cfg.timeout_s);
 #else
   throw DistError("dist.backend=nccl: this build has no NCCL backend (configure with NMTRAIN_WITH_CUDA=ON)");

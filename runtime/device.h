@@ -6,7 +6,13 @@
 
 namespace nmt::runtime {
 
-// train.device: auto = CUDA device `local_rank` when CUDA is available, else CPU.
+// train.device: auto = CUDA device `local_rank` when CUDA is available, else CPU. A CUDA
+// device chosen here also becomes the process's current device, so that LibTorch's default
+// streams, synchronisations and NCCL's set-up address this rank's GPU, not GPU 0.
 torch::Device choose_device(const config::TrainConfig& cfg, int local_rank);
+
+// This process's rank among those on its host, as the launcher says it (Open MPI, Slurm,
+// torchrun); 0 when started alone. For the tools that do not join an MPI job (translate).
+int launcher_local_rank();
 
 }  // namespace nmt::runtime

@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <string>
+#include <vector>
+
 #include "dist/communicator.h"
 #include "dist/dist_error.h"
 #include "dist/grad_reducer.h"
@@ -138,6 +141,93 @@ TEST(NcclBackend, AllReduceOnGpu) {
   comm->all_reduce_sum(t)->wait();
   const int w = g.world_size();
   EXPECT_TRUE(t.cpu().equal(torch::full({1000}, static_cast<float>(w * (w + 1) / 2))));
+}
+
+// Every collective on the GPU, in every dtype gradients may travel in (and doubles, for the
+// scalar sums). At -np 1 (launch/gpu_check.sh) a sum is the tensor itself, which still runs
+// each NCCL call end to end; at -np N the sums are checked against N(N+1)/2.
+TEST(NcclBackend, EveryCollectiveInEveryDtype) {
+  if (!nccl_compiled()) GTEST_SKIP() << "built without NMTRAIN_WITH_CUDA";
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device on this machine: NCCL backend compiled, not run";
+  DistConfig c;
+  c.backend = Backend::kNccl;
+  const auto& g = nmt::testing::process_group();
+  const torch::Device gpu(torch::kCUDA, g.local_rank() % torch::cuda::device_count());
+  auto comm = make_communicator(c, g, gpu);
+  const int w = g.world_size();
+  for (auto dtype : {torch::kFloat32, torch::kFloat64, torch::kBFloat16, torch::kHalf}) {
+    const auto on_gpu = torch::TensorOptions().device(gpu).dtype(dtype);
+    auto ring = torch::full({4099}, g.rank() + 1, on_gpu), ordered = ring.clone();
+    comm->all_reduce_sum(ring)->wait();
+    comm->all_reduce_sum_rank_order(ordered)->wait();
+    const auto want = torch::full({4099}, w * (w + 1) / 2, torch::TensorOptions().dtype(dtype));
+    EXPECT_TRUE(ring.cpu().equal(want)) << dtype;
+    EXPECT_TRUE(ordered.cpu().equal(want)) << dtype;
+    auto b = torch::full({17}, g.rank() == 0 ? 7 : -1, on_gpu);
+    comm->broadcast(b, 0);
+    EXPECT_TRUE(b.cpu().equal(torch::full({17}, 7, torch::TensorOptions().dtype(dtype)))) << dtype;
+  }
+  comm->barrier();
+  const auto gathered = comm->all_gather_bytes("rank " + std::to_string(g.rank()));
+  ASSERT_EQ(gathered.size(), static_cast<size_t>(w));
+  for (int r = 0; r < w; ++r) EXPECT_EQ(gathered[static_cast<size_t>(r)], "rank " + std::to_string(r));
+  EXPECT_DOUBLE_EQ(comm->all_reduce_sum(1.5), 1.5 * w);
+  EXPECT_DOUBLE_EQ(comm->all_reduce_max(static_cast<double>(g.rank())), w - 1.0);
+}
+
+// A communicator that claims a world of two but forwards every call to a real one of one:
+// the gradient reducer then arms its hooks and buckets CUDA gradients as it does on two GPUs,
+// and a sum over "two" ranks of which one is real must give back each gradient unchanged.
+class ClaimsTwoRanks : public Communicator {
+ public:
+  explicit ClaimsTwoRanks(Communicator& real) : real_(real) {}
+  std::string name() const override { return real_.name(); }
+  int rank() const override { return 0; }
+  int world_size() const override { return 2; }
+  torch::Device device() const override { return real_.device(); }
+  void set_phase(const std::string& phase) override { real_.set_phase(phase); }
+  std::unique_ptr<Work> all_reduce_sum(torch::Tensor t) override { return real_.all_reduce_sum(t); }
+  std::unique_ptr<Work> all_reduce_sum_rank_order(torch::Tensor t) override { return real_.all_reduce_sum_rank_order(t); }
+  void broadcast(torch::Tensor t, int root) override { real_.broadcast(t, root); }
+  void barrier() override { real_.barrier(); }
+  std::vector<std::string> all_gather_bytes(const std::string& mine) override { return real_.all_gather_bytes(mine); }
+
+ private:
+  Communicator& real_;
+};
+
+TEST(NcclBackend, ReducerHooksBucketCudaGradientsDuringBackward) {
+  if (!nccl_compiled()) GTEST_SKIP() << "built without NMTRAIN_WITH_CUDA";
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device on this machine: NCCL backend compiled, not run";
+  const auto& g = nmt::testing::process_group();
+  if (g.world_size() != 1) GTEST_SKIP() << "forwards to a world of one: run at -np 1";
+  DistConfig c;
+  c.backend = Backend::kNccl;
+  const torch::Device gpu(torch::kCUDA, g.local_rank() % torch::cuda::device_count());
+  auto real = make_communicator(c, g, gpu);
+  ClaimsTwoRanks two(*real);
+  for (auto wire : {torch::kFloat32, torch::kBFloat16}) {
+    std::vector<torch::Tensor> ps, qs;
+    for (int i = 0; i < 6; ++i) {
+      ps.push_back(torch::randn({64}, torch::TensorOptions().device(gpu)).requires_grad_());
+      qs.push_back(ps.back().detach().clone().requires_grad_());
+    }
+    auto chain = [](const std::vector<torch::Tensor>& v) {
+      torch::Tensor x = torch::ones({64}, v[0].options().requires_grad(false));
+      for (const auto& p : v) x = torch::tanh(x + p);
+      return x.sum();
+    };
+    chain(qs).backward();  // the reference: no reducer
+    for (auto& p : ps) p.mutable_grad() = torch::zeros_like(p);
+    GradReducer reducer(ps, two, 64 * 4 / (1024.0 * 1024.0), /*overlap=*/true, /*rank_order=*/false, wire);
+    reducer.arm();
+    chain(ps).backward();
+    reducer.finish();
+    EXPECT_GT(reducer.started_during_backward(), 0) << "no bucket started during backward";
+    const double tol = wire == torch::kFloat32 ? 0 : 1.0 / 128;  // bf16 travel: 8 mantissa bits
+    for (size_t i = 0; i < ps.size(); ++i)
+      EXPECT_TRUE(torch::allclose(ps[i].grad().cpu(), qs[i].grad().cpu(), tol, 1e-6)) << "parameter " << i << " " << wire;
+  }
 }
 
 }  // namespace

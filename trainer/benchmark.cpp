@@ -24,25 +24,34 @@ struct MatmulPeak {
   std::string library;  // the GEMM that reached it: "mkl", "onednn", "onednn_bf16", or "cuda" (torch::mm)
 };
 
+// On a GPU: 4096^3 products in the precision the run computes in (fp32 may use TF32 under
+// train.tf32), so that the MFU is against the peak the run could reach.
+MatmulPeak cuda_matmul_peak(const torch::Device& device, config::Precision precision) {
+  const int64_t n = 4096;
+  const auto dtype = precision == config::Precision::kBf16   ? torch::kBFloat16
+                     : precision == config::Precision::kFp16 ? torch::kHalf
+                                                             : torch::kFloat32;
+  auto a = torch::randn({n, n}, torch::TensorOptions().device(device).dtype(dtype)), b = torch::randn_like(a);
+  for (int i = 0; i < 3; ++i) torch::mm(a, b);
+  torch::cuda::synchronize();
+  int reps = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  do {
+    for (int i = 0; i < 10; ++i) torch::mm(a, b);
+    reps += 10;
+    torch::cuda::synchronize();
+  } while (base::seconds_since(t0) < 1.0);
+  return {2.0 * n * n * n * reps / base::seconds_since(t0), "cuda"};
+}
+
 // The matrix-multiply FLOP/s MFU is measured against: a 2048^3 product with this process's
 // intra-op threads, through the best GEMM library of the machine (MKL or oneDNN,
 // model/kernels/gemm.h), so that a library the trainer does not use cannot flatter the MFU.
 // 2 s per library, in alternating halves: 1 s of one library was too noisy on a shared VM.
 // Under bf16 products (train.precision=bf16 on a CPU) the peak is bf16's (gemm_bf16).
-MatmulPeak matmul_peak(const torch::Device& device) {
+MatmulPeak matmul_peak(const torch::Device& device, config::Precision precision) {
+  if (device.is_cuda()) return cuda_matmul_peak(device, precision);
   const int64_t n = 2048;
-  if (device.is_cuda()) {
-    auto a = torch::randn({n, n}, torch::TensorOptions().device(device)), b = torch::randn_like(a);
-    for (int i = 0; i < 3; ++i) torch::mm(a, b);
-    int reps = 0;
-    const auto t0 = std::chrono::steady_clock::now();
-    do {
-      torch::mm(a, b);
-      ++reps;
-      torch::cuda::synchronize();
-    } while (base::seconds_since(t0) < 1.0);
-    return {2.0 * n * n * n * reps / base::seconds_since(t0), "cuda"};
-  }
   using model::kernels::GemmBackend;
   if (model::kernels::linear_precision() == model::kernels::LinearPrecision::kBf16) {
     auto a = torch::randn({n, n}).to(torch::kBFloat16), b = torch::randn({n, n}).to(torch::kBFloat16);
@@ -124,7 +133,7 @@ nlohmann::json Trainer::benchmark(int64_t warmup, int64_t updates, const std::st
   padded = comm_->all_reduce_sum(padded);
   flops = comm_->all_reduce_sum(flops);
   const double wall = comm_->all_reduce_max(secs);
-  const MatmulPeak mine = matmul_peak(device_);
+  const MatmulPeak mine = matmul_peak(device_, cfg_.train.precision);
   const double peak = comm_->all_reduce_sum(mine.flops_per_s);  // every rank's peak, measured apart
   auto share = [&](double t) { return t / times.total(); };
   return {{"ranks", group_.world_size()},
