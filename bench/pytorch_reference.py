@@ -8,8 +8,12 @@ comparison with our trainer (bench/compare runs both alternately):
   * eager, or under torch.compile (--compile default | max-autotune-no-cudagraphs: inductor
     on the CPU), the first thing a PyTorch user tries for speed. The compile happens in
     the warmup updates; their time is reported apart (warmup_seconds);
-  * fp32, or with --precision bf16 the forward under torch.autocast("cpu", bfloat16), the
-    counterpart of train.precision=bf16 (not run by bench/compare);
+  * fp32, or with --precision bf16 the forward under torch.autocast(device, bfloat16), the
+    counterpart of train.precision=bf16 (bench/compare passes the config's precision);
+  * on the CPU, or with --device cuda on the GPU: batches copied from pinned memory without
+    waiting, no host synchronisation inside an update (losses are read after the timing),
+    cuDNN's attention off unless --cudnn-sdpa and TF32 matmuls with --tf32, as our
+    train.cudnn_sdpa and train.tf32;
   * F.cross_entropy(label_smoothing=..., ignore_index=pad), Adam(fused=True), the same
     inverse_sqrt schedule;
   * the very same micro-batches, read from our HDF5 shards with h5py (plan.json written
@@ -149,7 +153,8 @@ class Transformer(nn.Module):
     def forward(self, src, tgt):
         src_mask = (src != self.pad)[:, None, None, :]
         t = tgt.shape[1]
-        self_mask = torch.ones(t, t, dtype=torch.bool).tril()[None, None] & (tgt != self.pad)[:, None, None, :]
+        causal = torch.ones(t, t, dtype=torch.bool, device=tgt.device).tril()
+        self_mask = causal[None, None] & (tgt != self.pad)[:, None, None, :]
         x = self.emb(src)
         for layer in self.encoder_layers:
             x = layer(x, src_mask)
@@ -181,7 +186,10 @@ def main():
     ap.add_argument("--pre-norm", action="store_true")
     ap.add_argument("--compile", choices=("none", "default", "max-autotune-no-cudagraphs"), default="none")
     ap.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
-                    help="bf16: the forward under torch.autocast('cpu', bfloat16), as train.precision=bf16")
+                    help="bf16: the forward under torch.autocast(device, bfloat16), as train.precision=bf16")
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    ap.add_argument("--tf32", action="store_true", help="CUDA: fp32 matmuls may use TF32 (train.tf32)")
+    ap.add_argument("--cudnn-sdpa", action="store_true", help="CUDA: allow cuDNN's attention (train.cudnn_sdpa)")
     ap.add_argument("--dropout", type=float, default=0.1)
     ap.add_argument("--label-smoothing", type=float, default=0.1)
     ap.add_argument("--lr", type=float, default=1e-3)
@@ -189,42 +197,53 @@ def main():
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
+    device = torch.device(a.device)
+    if a.device == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = a.tf32
+        torch.backends.cuda.enable_cudnn_sdp(a.cudnn_sdpa)
     data = Shards(a.shard_dir)
     pad = data.special["pad"]
     model = Transformer(data.vocab, a.d_model, a.heads, a.ffn, a.layers, a.decoder_layers or a.layers, a.dropout, pad,
                         a.pre_norm)
     init = torch.load(os.path.join(a.bench_out, "init.pt"), weights_only=True)["model"]
     model.load_state_dict(init, strict=True)
-    model.train()
+    model.to(device).train()
     forward = model if a.compile == "none" else torch.compile(model, mode=a.compile)
     opt = torch.optim.Adam(model.parameters(), lr=a.lr, betas=(0.9, 0.98), eps=1e-9, fused=True)
     plan = json.load(open(os.path.join(a.bench_out, "plan.json")))
     assert len(plan) >= a.warmup + a.updates, "plan.json has fewer updates than asked for"
     losses, tgt_tokens, start, began = [], 0, None, time.perf_counter()
+    sync = torch.cuda.synchronize if a.device == "cuda" else (lambda: None)
     for u, micro in enumerate(plan[: a.warmup + a.updates]):
         if u == a.warmup:
+            sync()
             start, tgt_tokens, compiled = time.perf_counter(), 0, graphs_compiled()
         lr = a.lr * min((u + 1) / a.warmup_updates, math.sqrt(a.warmup_updates / (u + 1)))
         for g in opt.param_groups:
             g["lr"] = lr
         batches = [data.batch(ids) for ids in micro if ids]
-        total = sum(int((tout != pad).sum()) for _, _, tout in batches)
+        total = sum(int((tout != pad).sum()) for _, _, tout in batches)  # counted on the host: no sync
+        if a.device == "cuda":
+            batches = [tuple(t.pin_memory().to(device, non_blocking=True) for t in b) for b in batches]
         loss_sum = 0.0
         for src, tin, tout in batches:
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.precision == "bf16"):
+            with torch.autocast(a.device, dtype=torch.bfloat16, enabled=a.precision == "bf16"):
                 logits = forward(src, tin)
             loss = F.cross_entropy(logits.float().view(-1, logits.shape[-1]), tout.view(-1), ignore_index=pad,
                                    label_smoothing=a.label_smoothing, reduction="sum")
             (loss / total).backward()
-            loss_sum += float(loss.detach())
+            loss_sum = loss_sum + loss.detach()
         opt.step()
         opt.zero_grad(set_to_none=False)
         losses.append(loss_sum / total)
         tgt_tokens += total
+    sync()
     secs = time.perf_counter() - start
+    losses = [float(x) for x in losses]
     print(json.dumps({"tgt_tokens_per_s": tgt_tokens / secs, "updates_per_s": a.updates / secs, "seconds": secs,
                       "warmup_seconds": start - began, "recompiles": graphs_compiled() - compiled,
-                      "compile": a.compile, "precision": a.precision, "threads": a.threads, "losses": losses}))
+                      "compile": a.compile, "precision": a.precision, "device": a.device, "threads": a.threads,
+                      "losses": losses}))
 
 
 if __name__ == "__main__":

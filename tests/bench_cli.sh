@@ -33,6 +33,12 @@ err=$(python3 "$root/bench/decode" --gemm blas 2>&1); rc=$?
 err=$("$2" "$root/bench/pytorch_reference.py" --shard-dir . --bench-out . --precision fp64 2>&1); rc=$?
 [ "$rc" = 2 ] && grep -qF "argument --precision: invalid choice: 'fp64'" <<<"$err" ||
   fail "pytorch_reference --precision fp64: exit $rc: $err"
+err=$(bash "$root/bench/compare" --device tpu 2>&1); rc=$?
+[ "$rc" = 2 ] && grep -qF "bench/compare: --device: 'tpu' is not cpu or cuda" <<<"$err" || fail "compare --device tpu: exit $rc: $err"
+err=$("$2" "$root/bench/pytorch_reference.py" --shard-dir . --bench-out . --device tpu 2>&1); rc=$?
+[ "$rc" = 2 ] && grep -qF "argument --device: invalid choice: 'tpu'" <<<"$err" || fail "pytorch_reference --device tpu: exit $rc: $err"
+err=$(bash "$root/bench/gpu_compare.sh" --rounds 2 --frobnicate 2>&1); rc=$?
+[ "$rc" = 2 ] && grep -qF "gpu_compare.sh: unknown argument '--frobnicate'" <<<"$err" || fail "gpu_compare --frobnicate: exit $rc: $err"
 # And a small valid run prints its JSON line.
 "$kernels" 16 32 1 | grep -q '"cross_entropy_speedup"' || fail "kernels 16 32 1 printed no JSON"
 echo "bench_cli: ok"

@@ -32,7 +32,14 @@ out=$(CONFIG=/no/such/recipe.yaml RUN_DIR=/no/such/run bash "$root/launch/quicks
 [ $rc = 2 ] || fail "quickstart: bad CONFIG exit $rc (expected 2)"
 [[ $out == "quickstart.sh: error: CONFIG '/no/such/recipe.yaml' is not a file" ]] || fail "quickstart CONFIG: $out"
 [ ! -e /no/such/run ] || fail "quickstart: bad CONFIG created its run directory"
-for s in launch/{quickstart,setup,build,run_tests,supervise}.sh tests/runners/gpu_smoke.sh tests/cluster/netns_{cluster,rsh}.sh; do
+# The GPU check and the bundle's env.sh refuse bad input by name, before any work.
+out=$(bash "$root/launch/gpu_check.sh" --frobnicate 2>&1) && fail "gpu_check: unknown argument accepted"
+[[ $out == "gpu_check.sh: unknown argument '--frobnicate' (usage: gpu_check.sh [--logs DIR])" ]] || fail "gpu_check argument: $out"
+out=$(GPU_CHECK_DEVICE=tpu bash "$root/launch/gpu_check.sh" 2>&1) && fail "gpu_check: GPU_CHECK_DEVICE=tpu accepted"
+[[ $out == "gpu_check.sh: GPU_CHECK_DEVICE='tpu' is not cuda or cpu" ]] || fail "gpu_check device: $out"
+out=$(NMTRAIN_BUILD=/no/such/build bash "$root/launch/gpu_check.sh" 2>&1) && fail "gpu_check: missing build accepted"
+[[ $out == "gpu_check.sh: no /no/such/build/trainer/train (set NMTRAIN_BUILD, or source a bundle's env.sh)" ]] || fail "gpu_check build: $out"
+for s in launch/{quickstart,setup,build,run_tests,supervise,bundle,gpu_check}.sh bench/gpu_compare.sh tests/runners/gpu_smoke.sh tests/cluster/netns_{cluster,rsh}.sh; do
   bash -n "$root/$s" || fail "syntax: $s"
 done
 echo "launch dry runs: passed"

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Packs this build for a GPU machine that has Python with the CUDA torch wheel of our pinned
+# version (LibTorch, cuBLAS, cuDNN and NCCL come from it) but none of our other dependencies:
+# no Open MPI, HDF5, yaml-cpp, SentencePiece or oneDNN.
+#   bash launch/bundle.sh [DIR]        (default: bundle/ in the repository)
+# writes DIR and DIR.tar.gz (about 22 MB) to copy to the target. DIR holds, stripped:
+#   build/...   our executables, at the paths they have in a build tree (NMTRAIN_BUILD);
+#   lib/        every shared library they load that is neither glibc's nor the C++ runtime's
+#               nor torch's (HDF5, yaml-cpp, SentencePiece, CUDA's runtime, ...). Not oneDNN
+#               (38 MB, opened only for CPU products): there the CPU path multiplies with MKL
+#               (train.gemm auto picks MKL, and train.precision=bf16 on a CPU is refused);
+#   ompi/, pmix/  Open MPI's and PMIx's trees (mpirun, orted, plugins, help texts), relocated;
+#   env.sh      `source DIR/env.sh` on the target: finds torch through python3 (or
+#               $NMTRAIN_PYTHON), refuses another torch version, and sets LD_LIBRARY_PATH,
+#               OPAL_PREFIX, PATH, NMTRAIN_BUILD and NMTRAIN_VENV for the scripts (gpu_check.sh,
+#               bench/compare) and the executables.
+# The target's glibc and libstdc++ must be at least this machine's (Debian 12: glibc 2.36, GCC 12).
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+out=${1:-$root/bundle}
+eval "$(bash "$root/launch/build.sh")"
+build=$NMTRAIN_BUILD
+# shellcheck source=versions.env
+source "$root/launch/versions.env"
+executables=(trainer/train trainer/average eval/evaluate eval/translate data/preprocess tests/nmt_tests bench/gemm)
+for e in "${executables[@]}"; do
+  [ -x "$build/$e" ] || { echo "bundle.sh: $build/$e is missing: the build did not make it" >&2; exit 1; }
+done
+ompi_path() { ompi_info --path "$1" --parsable | awk -F: '{print $NF}'; }
+ompi_plugins=$(ompi_path pkglibdir) ompi_help=$(ompi_path pkgdatadir)  # /usr/lib/.../openmpi/lib/openmpi3, /usr/share/openmpi
+[ "$(ompi_path prefix)" = /usr ] || { echo "bundle.sh: Open MPI's prefix is $(ompi_path prefix), not Debian's /usr" >&2; exit 1; }
+pmix_root=/usr/lib/x86_64-linux-gnu/pmix2
+for d in "$ompi_plugins" "$ompi_help" "$pmix_root/lib/pmix"; do
+  [ -d "$d" ] || { echo "bundle.sh: $d is missing: Open MPI or PMIx is not installed as Debian lays it out" >&2; exit 1; }
+done
+
+tmp=$(mktemp -d "$(dirname "$out")/.bundle.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$tmp/lib" "$tmp/ompi/bin" "$tmp/ompi${ompi_plugins#/usr}" "$tmp/ompi/share" "$tmp/pmix/lib" "$tmp/pmix/share"
+for e in "${executables[@]}"; do
+  mkdir -p "$tmp/build/$(dirname "$e")"
+  strip -o "$tmp/build/$e" "$build/$e"
+done
+
+# Libraries the target supplies itself: glibc's, the C++ runtime, and torch's wheel (LibTorch,
+# CUDA's maths libraries, cuDNN, NCCL, libgomp).
+provided='^(linux-vdso|ld-linux|libc\.|libm\.|libdl\.|libpthread\.|librt\.|libutil\.|libresolv\.|libstdc\+\+|libgcc_s|libtorch|libc10|libgomp|libcu(blas|dnn|fft|file|pti|rand|solver|sparse)|libnv|libnccl|libcaffe2|libshm)'
+needed() {  # the resolved paths of the shared libraries FILE... load, minus the provided ones
+  ldd "$@" 2>/dev/null | awk '$2=="=>" && $3 ~ /^\// {print $1, $3}' | grep -Ev "$provided" | awk '{print $2}' | sort -u
+}
+mpi_plugins=("$ompi_plugins"/*.so "$pmix_root"/lib/pmix/*.so)
+for f in $(needed "${executables[@]/#/$build/}" "${mpi_plugins[@]}" /usr/bin/orted /usr/bin/orterun); do
+  strip --strip-unneeded -o "$tmp/lib/$(basename "$f")" "$f"
+done
+# Open MPI relocated under OPAL_PREFIX: its compiled-in layout below the prefix (/usr), kept.
+cp /usr/bin/orted /usr/bin/orterun "$tmp/ompi/bin/"
+ln -s orterun "$tmp/ompi/bin/mpirun"
+cp -r "$ompi_plugins"/. "$tmp/ompi${ompi_plugins#/usr}/"
+cp -r "$ompi_help" "$tmp/ompi/share/"
+[ -f /etc/openmpi/openmpi-mca-params.conf ] && cp /etc/openmpi/openmpi-mca-params.conf "$tmp/ompi/"
+cp -r "$pmix_root/lib/pmix" "$tmp/pmix/lib/"
+cp -r "$pmix_root/share/pmix" "$tmp/pmix/share/"
+strip --strip-unneeded "$tmp/ompi${ompi_plugins#/usr}"/*.so "$tmp"/pmix/lib/pmix/*.so
+
+cat > "$tmp/env.sh" <<EOF
+# Source this on the target: \`source $(basename "$out")/env.sh\`. Made by launch/bundle.sh.
+_b=\$(cd "\$(dirname "\${BASH_SOURCE[0]}")" && pwd)
+_py=\${NMTRAIN_PYTHON:-python3}
+_torch=\$("\$_py" -c 'import os, torch; print(os.path.dirname(torch.__file__), torch.__version__)' 2>/dev/null) || {
+  echo "bundle env.sh: \$_py cannot import torch: install torch==$TORCH_VERSION (a CUDA wheel) or set NMTRAIN_PYTHON" >&2; return 1; }
+_torch_dir=\${_torch% *} _torch_version=\${_torch#* }
+case \$_torch_version in
+  $TORCH_VERSION|$TORCH_VERSION+*) ;;
+  *) echo "bundle env.sh: torch \$_torch_version at \$_torch_dir, but this bundle was built against torch $TORCH_VERSION" >&2; return 1 ;;
+esac
+_site=\$(dirname "\$_torch_dir")
+_nvidia=\$(ls -d "\$_site"/nvidia/*/lib 2>/dev/null | tr '\n' ':')
+export LD_LIBRARY_PATH="\$_b/lib:\$_torch_dir/lib:\${_nvidia}\${LD_LIBRARY_PATH:-}"
+export OPAL_PREFIX="\$_b/ompi" PATH="\$_b/ompi/bin:\$PATH"
+export OMPI_MCA_mca_base_param_files="\$_b/ompi/openmpi-mca-params.conf"
+export PMIX_MCA_mca_base_component_path="\$_b/pmix/lib/pmix" PMIX_INSTALL_PREFIX="\$_b/pmix"
+export NMTRAIN_BUILD="\$_b/build" NMTRAIN_VENV=\$("\$_py" -c 'import sys; print(sys.prefix)')
+unset _b _py _torch _torch_dir _torch_version _site _nvidia
+EOF
+rm -rf "$out" "$out.tar.gz"
+mv "$tmp" "$out"
+trap - EXIT
+tar -C "$(dirname "$out")" -czf "$out.tar.gz" "$(basename "$out")"
+echo "bundle.sh: $out ($(du -sh "$out" | cut -f1)) and $out.tar.gz ($(stat -c %s "$out.tar.gz" | awk '{printf "%.1f MB", $1/1e6}'))"
+echo "bundle.sh: on the target: tar xzf $(basename "$out").tar.gz && source $(basename "$out")/env.sh"

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# launch/bundle.sh makes a bundle that runs where none of our non-torch dependencies are
+# installed: Open MPI's and PMIx's trees are hidden here in a private mount namespace, and
+# mpirun -np 2 from the bundle runs the communicator tests. env.sh refuses another torch.
+#   bundle_job.sh PYTHON        (skips, exit 77, where mount namespaces are not allowed)
+set -uo pipefail
+python=$1
+root=$(cd "$(dirname "$0")/.." && pwd)
+fail() { echo "FAIL: $*"; exit 1; }
+unshare -m true 2> /dev/null || { echo "bundle_job: no mount namespaces here (needs root): skipped"; exit 77; }
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+bash "$root/launch/bundle.sh" "$tmp/bundle" > "$tmp/bundle.log" 2>&1 || { cat "$tmp/bundle.log"; fail "bundle.sh"; }
+tail -2 "$tmp/bundle.log"
+size=$(stat -c %s "$tmp/bundle.tar.gz")
+[ "$size" -lt 40000000 ] || fail "bundle.tar.gz is $size bytes, over 40 MB"
+cat > "$tmp/hidden.sh" <<SH
+set -e
+empty=\$(mktemp -d)
+for d in /usr/lib/x86_64-linux-gnu/openmpi /usr/lib/x86_64-linux-gnu/pmix2 /usr/share/openmpi /etc/openmpi; do
+  [ -d \$d ] && mount --bind \$empty \$d
+done
+for f in /usr/bin/orted /usr/bin/orterun; do [ -e \$f ] && mount --bind /dev/null \$f; done
+NMTRAIN_PYTHON=$python source $tmp/bundle/env.sh
+ldd \$NMTRAIN_BUILD/trainer/train | grep "not found" && exit 1
+mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 \$NMTRAIN_BUILD/tests/nmt_tests --gtest_filter='Communicator.*' --gtest_color=no
+SH
+out=$(unshare -m bash "$tmp/hidden.sh" 2>&1) || { echo "$out" | tail -20; fail "the bundle's mpirun with the system's Open MPI hidden"; }
+[ "$(grep -c '\[  PASSED  \] 3 tests' <<<"$out")" = 2 ] || { echo "$out" | tail -20; fail "expected both ranks to pass 3 tests"; }
+echo "ok: mpirun -np 2 from the bundle, system Open MPI and PMIx hidden: both ranks passed"
+# env.sh refuses a torch of another version, by name, and a python without torch.
+printf '#!/bin/sh\necho "/opt/fake/torch 9.9.9"\n' > "$tmp/fake_python"; chmod +x "$tmp/fake_python"
+out=$(NMTRAIN_PYTHON=$tmp/fake_python bash -c "source $tmp/bundle/env.sh" 2>&1) && fail "env.sh accepted torch 9.9.9"
+[[ $out == *"torch 9.9.9 at /opt/fake/torch, but this bundle was built against torch "* ]] || fail "env.sh version: $out"
+out=$(NMTRAIN_PYTHON=/bin/false bash -c "source $tmp/bundle/env.sh" 2>&1) && fail "env.sh accepted a python without torch"
+[[ $out == *"/bin/false cannot import torch"* ]] || fail "env.sh without torch: $out"
+echo "bundle_job: ok"
