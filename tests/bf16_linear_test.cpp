@@ -28,16 +28,26 @@ double excess(const torch::Tensor& got, const torch::Tensor& want, const torch::
   return ((got - want).abs() - abs_product * bound_factor(terms) - 1e-7).max().item<double>();
 }
 
+// A layer's inputs with gradients, and the upstream gradient, seeded.
+struct LayerInputs {
+  torch::Tensor x, w, b, dy;
+  LayerInputs(uint64_t seed, int64_t rows, int64_t in, int64_t out) {
+    torch::manual_seed(seed);
+    x = torch::randn({rows, in}, torch::requires_grad());
+    w = torch::randn({out, in}, torch::requires_grad());
+    b = torch::randn({out}, torch::requires_grad());
+    dy = torch::randn({rows, out});
+  }
+};
+
 }  // namespace
 
 TEST(Bf16Linear, OutputAndGradientsWithinBf16RoundingOfFp32) {
   if (!k::bf16_gemm_problem().empty()) GTEST_SKIP() << k::bf16_gemm_problem();
-  torch::manual_seed(3);
   const int64_t rows = 37, in = 48, out = 24;
-  auto x = torch::randn({rows, in}, torch::requires_grad());
-  auto w = torch::randn({out, in}, torch::requires_grad());
-  auto b = torch::randn({out}, torch::requires_grad());
-  const auto dy = torch::randn({rows, out});
+  const LayerInputs inputs(3, rows, in, out);
+  auto x = inputs.x, w = inputs.w, b = inputs.b;
+  const auto dy = inputs.dy;
   torch::Tensor y16;
   {
     Bf16Products bf16;
@@ -59,12 +69,10 @@ TEST(Bf16Linear, OutputAndGradientsWithinBf16RoundingOfFp32) {
 
 TEST(Bf16Linear, ReluLayerMasksByItsOwnOutput) {
   if (!k::bf16_gemm_problem().empty()) GTEST_SKIP() << k::bf16_gemm_problem();
-  torch::manual_seed(4);
   const int64_t rows = 29, in = 32, out = 40;
-  auto x = torch::randn({rows, in}, torch::requires_grad());
-  auto w = torch::randn({out, in}, torch::requires_grad());
-  auto b = torch::randn({out}, torch::requires_grad());
-  const auto dy = torch::randn({rows, out});
+  const LayerInputs inputs(4, rows, in, out);
+  auto x = inputs.x, w = inputs.w, b = inputs.b;
+  const auto dy = inputs.dy;
   torch::Tensor y16;
   {
     Bf16Products bf16;

@@ -107,6 +107,42 @@ std::vector<int64_t> output_shape(const torch::Tensor& x, const torch::Tensor& w
   return shape;
 }
 
+// What both layers' forwards save: the rows and the weight their products read, and the
+// output when a ReLU's backward needs it for the mask.
+void save_operands(torch::autograd::AutogradContext* ctx, const torch::Tensor& rows, const torch::Tensor& w,
+                       const torch::Tensor& y, bool relu, bool has_bias) {
+  if (relu)
+    ctx->save_for_backward({rows, w, y});
+  else
+    ctx->save_for_backward({rows, w});
+  ctx->saved_data["has_bias"] = has_bias;
+}
+
+// dx, computed on rows, in the shape of the layer's input (dy's leading dimensions).
+torch::Tensor shaped_like_input(const torch::Tensor& dx_rows, const torch::Tensor& dy, int64_t in_features) {
+  auto shape = dy.sizes().vec();
+  shape.back() = in_features;
+  return dx_rows.view(shape);
+}
+
+// What both layers' backwards start from: the saved rows and weight (as the forward saved
+// them), dy flattened to rows and masked by the saved ReLU output if there is one, and db
+// (defined when the bias has one and wants it).
+struct BackwardStart {
+  torch::Tensor rows, w, dy, db;
+};
+
+BackwardStart start_backward(torch::autograd::AutogradContext* ctx, const torch::autograd::tensor_list& grads) {
+  const auto saved = ctx->get_saved_variables();
+  BackwardStart s{saved[0], saved[1], grads[0].reshape({-1, saved[1].size(0)}).contiguous(), {}};
+  const bool want_db = ctx->saved_data["has_bias"].toBool() && ctx->needs_input_grad(2);
+  if (saved.size() == 3)  // relu: mask by the saved output, summing db on the way
+    s.dy = relu_backward(s.dy, saved[2], want_db, s.db);
+  else if (want_db)
+    s.db = s.dy.sum(0);
+  return s;
+}
+
 // Forward y = x W^T (+ b), then max(y, 0) when `relu`; backward dx = dy W, dW = dy^T x,
 // db = sum over rows of dy (dy masked by y > 0 first under relu): the three products through
 // sgemm(), on x and dy flattened to rows.
@@ -118,33 +154,18 @@ struct OneDnnLinear : torch::autograd::Function<OneDnnLinear> {
     const auto y = forward_on_transposed_weight(w.size(0), w.size(1))  // gemm_plan.h: measured faster
                        ? product_with_bias(GemmBackend::kOneDnn, rows, w.t().contiguous(), false, bias, relu)
                        : product_with_bias(GemmBackend::kOneDnn, rows, w, true, bias, relu);
-    if (relu)
-      ctx->save_for_backward({rows, w, y});
-    else
-      ctx->save_for_backward({rows, w});
-    ctx->saved_data["has_bias"] = bias.numel() > 0;
+    save_operands(ctx, rows, w, y, relu, bias.numel() > 0);
     return y.view(output_shape(x, weight));
   }
 
   static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
                                                torch::autograd::tensor_list grads) {
-    const auto saved = ctx->get_saved_variables();
-    const auto& rows = saved[0];
-    const auto& w = saved[1];
-    auto dy = grads[0].reshape({-1, w.size(0)}).contiguous();
-    const bool want_db = ctx->saved_data["has_bias"].toBool() && ctx->needs_input_grad(2);
-    torch::Tensor dx, dw, db;
-    if (saved.size() == 3) {  // relu: mask by the saved output, summing db on the way
-      dy = relu_backward(dy, saved[2], want_db, db);
-    } else if (want_db) {
-      db = dy.sum(0);
-    }
+    auto [rows, w, dy, db] = start_backward(ctx, grads);
+    torch::Tensor dx, dw;
     if (ctx->needs_input_grad(0)) {
       dx = torch::empty_like(rows);
       sgemm(GemmBackend::kOneDnn, dy, false, w, false, dx, false);
-      auto in_shape = grads[0].sizes().vec();
-      in_shape.back() = w.size(1);
-      dx = dx.view(in_shape);
+      dx = shaped_like_input(dx, grads[0], w.size(1));
     }
     if (ctx->needs_input_grad(1)) {
       dw = torch::empty_like(w);
@@ -166,33 +187,19 @@ struct Bf16Linear : torch::autograd::Function<Bf16Linear> {
     if (has_bias && !relu) y.copy_(bias.expand_as(y));
     gemm_bf16(rows, false, w, true, y, has_bias && !relu);
     if (relu) bias_relu_in_place(y, bias);
-    if (relu)
-      ctx->save_for_backward({rows, w, y});
-    else
-      ctx->save_for_backward({rows, w});
-    ctx->saved_data["has_bias"] = has_bias;
+    save_operands(ctx, rows, w, y, relu, has_bias);
     return y.view(output_shape(x, weight));
   }
 
   static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
                                                torch::autograd::tensor_list grads) {
-    const auto saved = ctx->get_saved_variables();
-    const auto& rows = saved[0];
-    const auto& w = saved[1];
-    auto dy = grads[0].reshape({-1, w.size(0)}).contiguous();
-    const bool want_db = ctx->saved_data["has_bias"].toBool() && ctx->needs_input_grad(2);
-    torch::Tensor dx, dw, db;
-    if (saved.size() == 3)
-      dy = relu_backward(dy, saved[2], want_db, db);
-    else if (want_db)
-      db = dy.sum(0);
+    auto [rows, w, dy, db] = start_backward(ctx, grads);
+    torch::Tensor dx, dw;
     const auto dy16 = dy.to(torch::kBFloat16);
     if (ctx->needs_input_grad(0)) {
       dx = torch::empty({rows.size(0), w.size(1)}, dy.options());
       gemm_bf16(dy16, false, w, false, dx, false);
-      auto in_shape = grads[0].sizes().vec();
-      in_shape.back() = w.size(1);
-      dx = dx.view(in_shape);
+      dx = shaped_like_input(dx, grads[0], w.size(1));
     }
     if (ctx->needs_input_grad(1)) {
       dw = torch::empty({w.size(0), w.size(1)}, dy.options());
