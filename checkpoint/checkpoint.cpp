@@ -63,7 +63,7 @@ void save_checkpoint(const Checkpoint& c, const std::string& path, const std::fu
   d.insert("loss_scale_good_steps", c.loss_scale_good_steps);
   d.insert("bad_validations", c.bad_validations);
   d.insert("metrics", c.metrics_json);
-  d.insert("gemm_backend", c.gemm_backend);
+  if (c.gemm_backend) d.insert("gemm_backend", std::string(model::kernels::gemm_backend_name(*c.gemm_backend)));
   if (c.gemm_transposed_forward) d.insert("gemm_transposed_forward", *c.gemm_transposed_forward);
   const std::vector<char> bytes = pickle_save_untagged(c10::IValue(d));
   // Both files complete and synced before either replaces the old pair; the two renames
@@ -151,7 +151,13 @@ Checkpoint load_checkpoint(const std::string& path) {
   if (d.contains("loss_scale_good_steps")) c.loss_scale_good_steps = get<int64_t>(d, "loss_scale_good_steps", path);
   c.bad_validations = get<int64_t>(d, "bad_validations", path);
   c.metrics_json = get<std::string>(d, "metrics", path);
-  if (d.contains("gemm_backend")) c.gemm_backend = get<std::string>(d, "gemm_backend", path);
+  if (d.contains("gemm_backend")) {
+    const std::string name = get<std::string>(d, "gemm_backend", path);
+    c.gemm_backend = model::kernels::parse_gemm_backend(name);
+    // Older checkpoints wrote "" for a run that never chose; anything else must be a library.
+    if (!c.gemm_backend && !name.empty())
+      throw CheckpointError(path + ": field 'gemm_backend' = '" + name + "': not a GEMM library (mkl, onednn)");
+  }
   if (d.contains("gemm_transposed_forward")) {
     c.gemm_transposed_forward = get<std::string>(d, "gemm_transposed_forward", path);
     try {

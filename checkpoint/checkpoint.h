@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "checkpoint/checkpoint_error.h"
+#include "model/kernels/gemm.h"
 
 namespace nmt::checkpoint {
 
@@ -43,7 +44,9 @@ struct Checkpoint {
   int64_t loss_scale_good_steps = 0;
   int64_t bad_validations = 0;
   std::string metrics_json = "[]";
-  std::string gemm_backend;            // "mkl" | "onednn" (train.gemm's pick); "" in older checkpoints
+  // train.gemm's pick, stored as "mkl" | "onednn" and parsed on load (any other text is
+  // refused); absent in older checkpoints.
+  std::optional<model::kernels::GemmBackend> gemm_backend;
   // Under oneDNN, the weight shapes whose forward ran on a transposed copy ("256x1024,256x256",
   // model/kernels/gemm_plan.h); absent in older checkpoints.
   std::optional<std::string> gemm_transposed_forward;

@@ -126,6 +126,17 @@ refused "evaluate --checkpoint DIR" "run: is a directory, not a checkpoint file"
 refused "average of a directory" "run: is a directory, not a checkpoint file" "$AVG" --output avg.pt run run/last.pt
 refused "max_tokens below the longest sentence" "config key 'data.max_tokens' = 3: split 'train' has a sentence of" \
   "$TRAIN" --config c.yaml data.max_tokens=3
+# A checkpoint field with a fixed set of values is parsed on load, not compared as a string:
+# a GEMM library that does not exist is refused by name, on resume and when evaluating.
+mkdir bogus && "$python" -c "
+import torch
+c = torch.load('run/last.pt', weights_only=True)
+c['gemm_backend'] = 'bogus'
+torch.save(c, 'bogus/last.pt')" || fail "writing bogus/last.pt"
+refused "checkpoint gemm_backend bogus (resume)" "bogus/last.pt: field 'gemm_backend' = 'bogus': not a GEMM library (mkl, onednn)" \
+  "$TRAIN" --config c.yaml train.gemm=auto train.save_dir=bogus --resume bogus/last.pt train.max_updates=8
+refused "checkpoint gemm_backend bogus (evaluate)" "bogus/last.pt: field 'gemm_backend' = 'bogus'" \
+  "$EVAL" --config c.yaml --checkpoint bogus/last.pt --output hyp.txt
 
 # Issue 24, 7. An output option never destroys what it did not write: a run, shards, raw data
 # or an input given as the output (however spelled) is refused, --force or not; only an

@@ -40,7 +40,7 @@ TEST(Checkpoint, RoundTrip) {
   TempDir dir;
   model::Transformer m(tiny());
   Checkpoint c = make(m, 42);
-  c.gemm_backend = "onednn";
+  c.gemm_backend = model::kernels::GemmBackend::kOneDnn;
   c.gemm_transposed_forward = "256x1024,256x256";
   save_checkpoint(c, dir.file("a.pt"));
   EXPECT_TRUE(std::filesystem::exists(dir.file("a.pt.sha256")));
@@ -49,7 +49,7 @@ TEST(Checkpoint, RoundTrip) {
   EXPECT_EQ(back.planner_cursor, 5);
   EXPECT_EQ(back.planner_slots, 4);
   EXPECT_EQ(back.config_yaml, c.config_yaml);
-  EXPECT_EQ(back.gemm_backend, "onednn");
+  EXPECT_EQ(back.gemm_backend, model::kernels::GemmBackend::kOneDnn);
   EXPECT_EQ(back.gemm_transposed_forward, c.gemm_transposed_forward);
   ASSERT_EQ(back.cpu_rng.size(), 1u);
   EXPECT_TRUE(back.cpu_rng[0].equal(c.cpu_rng[0]));

@@ -117,17 +117,16 @@ GemmDecision choose_training_gemm(const config::Config& cfg, const model::ModelC
   return d;
 }
 
-std::string keep_checkpoint_gemm(const config::Config& cfg, const std::string& saved_backend,
+std::string keep_checkpoint_gemm(const config::Config& cfg, std::optional<GemmBackend> saved_backend,
                                  const std::optional<std::string>& saved_plan, GemmDecision& decision) {
   std::string note;
-  if (cfg.train.gemm == config::Gemm::kAuto && !saved_backend.empty() &&
-      saved_backend != model::kernels::gemm_backend_name(decision.backend)) {
-    const GemmBackend want = saved_backend == "onednn" ? GemmBackend::kOneDnn : GemmBackend::kMkl;
+  if (cfg.train.gemm == config::Gemm::kAuto && saved_backend && *saved_backend != decision.backend) {
+    const GemmBackend want = *saved_backend;
     if (want == GemmBackend::kOneDnn && !model::kernels::onednn_available())
       return "the checkpoint was trained with the oneDNN GEMM, which is unavailable here: continuing with mkl";
     model::kernels::set_gemm_backend(want);
     model::kernels::set_transposed_forward({});  // measured for the other library, if at all
-    decision = {want, saved_backend + " (auto: kept from the checkpoint)", {}};
+    decision = {want, std::string(model::kernels::gemm_backend_name(want)) + " (auto: kept from the checkpoint)", {}};
     note = "gemm: " + decision.why + " instead of this start's measured pick";
   }
   if (decision.backend != GemmBackend::kOneDnn || !saved_plan) return note;

@@ -61,11 +61,11 @@ GemmDecision choose_training_gemm(const config::Config& cfg, const model::ModelC
                                   const torch::Device& device);
 
 // A resumed run computes what the uninterrupted run did: under auto it keeps the
-// checkpoint's backend (`saved_backend`: "mkl", "onednn", or "" from an older checkpoint),
+// checkpoint's backend (`saved_backend`, absent in an older checkpoint),
 // and under oneDNN the checkpoint's transposed-forward shapes (`saved_plan`, absent in older
 // checkpoints). Sets what it keeps; returns the note for the log, empty when nothing changed.
 // Throws std::runtime_error for a plan that does not parse.
-std::string keep_checkpoint_gemm(const config::Config& cfg, const std::string& saved_backend,
+std::string keep_checkpoint_gemm(const config::Config& cfg, std::optional<model::kernels::GemmBackend> saved_backend,
                                  const std::optional<std::string>& saved_plan, GemmDecision& decision);
 
 // train.attention -> the attention kernel of this process (model/kernels/short_attention.h).

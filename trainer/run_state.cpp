@@ -67,7 +67,7 @@ checkpoint::Checkpoint Trainer::make_checkpoint() {
   c.loss_scale_good_steps = scaler_.good_steps();
   c.bad_validations = bad_validations_;
   c.metrics_json = history_.dump();
-  c.gemm_backend = model::kernels::gemm_backend_name(gemm_.backend);
+  c.gemm_backend = gemm_.backend;
   c.gemm_transposed_forward = model::kernels::weight_shapes_text(gemm_.transposed_forward);
   return c;
 }

@@ -61,6 +61,12 @@ void onednn_sgemm(const torch::Tensor& a, bool trans_a, const torch::Tensor& b, 
 
 const char* gemm_backend_name(GemmBackend backend) { return backend == GemmBackend::kOneDnn ? "onednn" : "mkl"; }
 
+std::optional<GemmBackend> parse_gemm_backend(const std::string& name) {
+  for (GemmBackend b : {GemmBackend::kMkl, GemmBackend::kOneDnn})
+    if (name == gemm_backend_name(b)) return b;
+  return std::nullopt;
+}
+
 bool onednn_available() { return onednn().sgemm != nullptr; }
 std::string onednn_unavailable_reason() { return onednn().why_not; }
 

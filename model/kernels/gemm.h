@@ -18,6 +18,7 @@
 
 #include <array>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,8 @@ namespace nmt::model::kernels {
 enum class GemmBackend { kMkl, kOneDnn };
 
 const char* gemm_backend_name(GemmBackend backend);  // "mkl", "onednn"
+// The inverse of gemm_backend_name; nullopt for any other text (a checkpoint's field, say).
+std::optional<GemmBackend> parse_gemm_backend(const std::string& name);
 
 // Whether dnnl_sgemm could be loaded (tried once, on first call); else the reason.
 bool onednn_available();
