@@ -4,6 +4,8 @@
 
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <thread>
 
@@ -72,6 +74,13 @@ void ProcessGroup::abort(int code) const {
   // MPI_Abort asks the launcher to end every rank; should that itself hang (the launcher
   // unreachable behind a cut link), the alarm's default action ends this process anyway.
   alarm(20);
+  // The launcher prints its own abort banner as soon as it hears of MPI_Abort, while this
+  // rank's error line still travels through its I/O forwarding: 1 run in 10 showed the banner
+  // first, and a user then read Open MPI's words instead of the cause. A pause lets the line
+  // arrive first (0 of 40 after it; tests/mpirun_jobs.sh, mode first_line).
+  std::fflush(stderr);
+  std::fflush(stdout);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
   // Off the thread that initialised MPI, MPI_Abort is allowed only at MPI_THREAD_MULTIPLE.
   // Below it, exiting is the safe way: mpirun and srun end the whole job when a rank exits
   // without MPI_Finalize.
