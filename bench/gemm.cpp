@@ -168,7 +168,7 @@ int main(int argc, char** argv) {
       report_transposed_forward("tiny 128/256/8000", rows, 128, 256, seconds, k::TransposedCopy::kEachCall,
                                 k::GemmBackend::kOneDnn);
     }
-    // decoding's (trainer/decoding_gemm_choice.h): a step's 256 rows, the copy kept, each library
+    // decoding's (runtime/decoding_gemm_choice.h): a step's 256 rows, the copy kept, each library
     for (const k::GemmBackend backend : {k::GemmBackend::kMkl, k::GemmBackend::kOneDnn})
       if (backend == k::GemmBackend::kMkl || k::onednn_available())
         report_transposed_forward("recipe decoding step", 256, 256, 1024, seconds, k::TransposedCopy::kOnce, backend);

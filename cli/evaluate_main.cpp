@@ -8,10 +8,9 @@
 #include "dist/communicator.h"
 #include "dist/process_group.h"
 #include "eval/evaluation.h"
-#include "runtime/cuda_math.h"
+#include "runtime/decoding_gemm_choice.h"
 #include "runtime/device.h"
 #include "runtime/malloc_tuning.h"
-#include "trainer/decoding_gemm_choice.h"
 
 namespace {
 
@@ -60,13 +59,8 @@ int main(int argc, char** argv) {
     torch::set_num_threads(static_cast<int>(cfg.train.threads));
     const torch::Device device = nmt::runtime::choose_device(cfg.train, group.local_rank());
     auto comm = nmt::dist::make_communicator(cfg.dist, group, device);
-    // train.gemm, the same on every rank
-    const auto gemm = nmt::trainer::choose_decoding_gemm(cfg, cfg.model, *comm, device);
-    const char* attention = nmt::trainer::choose_attention_kernel(cfg);
-    if (verbose && group.is_main())
-      std::fprintf(stderr, "%s: %s\n", name.c_str(),
-                   nmt::trainer::decoding_setup_text(gemm, device, cfg.train.threads, attention).c_str());
-    nmt::runtime::configure_cuda_math(cfg);
+    const std::string setup = nmt::runtime::set_up_decoding(cfg, device, comm.get());  // rank 0's GEMM on every rank
+    if (verbose && group.is_main()) std::fprintf(stderr, "%s: %s\n", name.c_str(), setup.c_str());
     const auto result = nmt::eval::run_evaluation(cfg, req, *comm);
     if (group.is_main() && result.scored)
       std::printf("%s\n%s\n", result.bleu.to_string().c_str(), nmt::eval::bleu_signature().c_str());

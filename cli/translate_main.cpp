@@ -6,10 +6,9 @@
 #include "cli/cli.h"
 #include "eval/evaluation.h"
 #include "eval/translator.h"
-#include "runtime/cuda_math.h"
+#include "runtime/decoding_gemm_choice.h"
 #include "runtime/device.h"
 #include "runtime/malloc_tuning.h"
-#include "trainer/decoding_gemm_choice.h"
 
 int main(int argc, char** argv) {
   nmt::runtime::keep_freed_memory_mapped();  // each decoding step's large tensors reuse pages
@@ -33,13 +32,8 @@ int main(int argc, char** argv) {
     if (!nmt::cli::resolve_config(args, nmt::config::Needs::kShards, &cfg)) return 0;
     torch::set_num_threads(static_cast<int>(cfg.train.threads));
     const torch::Device device = nmt::runtime::choose_device(cfg.train, nmt::runtime::launcher_local_rank());
-    const auto gemm = nmt::trainer::decide_decoding_gemm(cfg, cfg.model, device);
-    nmt::trainer::apply_decoding_gemm(gemm);
-    const char* attention = nmt::trainer::choose_attention_kernel(cfg);
-    if (verbose)
-      std::cerr << "translate: " << nmt::trainer::decoding_setup_text(gemm, device, cfg.train.threads, attention)
-                << std::endl;
-    nmt::runtime::configure_cuda_math(cfg);
+    const std::string setup = nmt::runtime::set_up_decoding(cfg, device, /*comm=*/nullptr);
+    if (verbose) std::cerr << "translate: " << setup << std::endl;
     nmt::eval::Translator translator(cfg, checkpoint, device);
     std::vector<std::string> lines;
     if (!input.empty()) {

@@ -1,4 +1,4 @@
-#include "trainer/decoding_gemm_choice.h"
+#include "runtime/decoding_gemm_choice.h"
 
 #include <fmt/format.h>
 
@@ -6,9 +6,10 @@
 #include <vector>
 
 #include "model/kernels/gemm_plan.h"
+#include "runtime/cuda_math.h"
 #include "runtime/memory_estimate.h"
 
-namespace nmt::trainer {
+namespace nmt::runtime {
 namespace {
 
 namespace k = model::kernels;
@@ -93,9 +94,22 @@ GemmDecision choose_decoding_gemm(const config::Config& cfg, const model::ModelC
   return d;
 }
 
+std::string set_up_decoding(const config::Config& cfg, const torch::Device& device, dist::Communicator* comm) {
+  GemmDecision gemm;
+  if (comm != nullptr) {
+    gemm = choose_decoding_gemm(cfg, cfg.model, *comm, device);
+  } else {
+    gemm = decide_decoding_gemm(cfg, cfg.model, device);
+    apply_decoding_gemm(gemm);
+  }
+  const char* attention = choose_attention_kernel(cfg);
+  configure_cuda_math(cfg);
+  return decoding_setup_text(gemm, device, cfg.train.threads, attention);
+}
+
 std::string decoding_setup_text(const GemmDecision& decision, const torch::Device& device, int64_t threads,
                                 const char* attention) {
   return fmt::format("device {}, {} threads, gemm {}, attention {}", device.str(), threads, decision.why, attention);
 }
 
-}  // namespace nmt::trainer
+}  // namespace nmt::runtime

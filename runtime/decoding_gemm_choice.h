@@ -11,9 +11,9 @@
 #include "config/config.h"
 #include "dist/communicator.h"
 #include "model/model_config.h"
-#include "trainer/gemm_choice.h"
+#include "runtime/gemm_choice.h"
 
-namespace nmt::trainer {
+namespace nmt::runtime {
 
 // Measured on this process alone; sets nothing. Throws config::ConfigError for onednn where it
 // cannot be loaded, and for a model that does not fit in memory (runtime::check_fits). On
@@ -35,4 +35,10 @@ GemmDecision choose_decoding_gemm(const config::Config& cfg, const model::ModelC
 std::string decoding_setup_text(const GemmDecision& decision, const torch::Device& device, int64_t threads,
                                 const char* attention);
 
-}  // namespace nmt::trainer
+// The whole set-up of a decoding process, the one call of translate and of evaluate (on every
+// rank): the GEMM library and kept transposed weights (rank 0's, when `comm` is given, else
+// this process's own), the attention kernel and the CUDA math settings. Returns the line
+// --verbose prints (decoding_setup_text).
+std::string set_up_decoding(const config::Config& cfg, const torch::Device& device, dist::Communicator* comm);
+
+}  // namespace nmt::runtime

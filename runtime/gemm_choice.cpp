@@ -1,4 +1,4 @@
-#include "trainer/gemm_choice.h"
+#include "runtime/gemm_choice.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 
 #include "config/config_error.h"
 
-namespace nmt::trainer {
+namespace nmt::runtime {
 
 using model::kernels::GemmBackend;
 
@@ -150,4 +150,4 @@ const char* choose_attention_kernel(const config::Config& cfg) {
   return model::kernels::attention_kernel_name(kernel);
 }
 
-}  // namespace nmt::trainer
+}  // namespace nmt::runtime

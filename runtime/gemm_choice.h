@@ -11,7 +11,7 @@
 #include "model/kernels/short_attention.h"
 #include "model/model_config.h"
 
-namespace nmt::trainer {
+namespace nmt::runtime {
 
 struct GemmDecision {
   model::kernels::GemmBackend backend = model::kernels::GemmBackend::kMkl;
@@ -72,4 +72,4 @@ std::string keep_checkpoint_gemm(const config::Config& cfg, std::optional<model:
 // Returns its name for the start line.
 const char* choose_attention_kernel(const config::Config& cfg);
 
-}  // namespace nmt::trainer
+}  // namespace nmt::runtime

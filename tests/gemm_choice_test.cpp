@@ -10,10 +10,10 @@
 #include "config/config_error.h"
 #include "dist/communicator.h"
 #include "tests/test_env.h"
-#include "trainer/decoding_gemm_choice.h"
-#include "trainer/gemm_choice.h"
+#include "runtime/decoding_gemm_choice.h"
+#include "runtime/gemm_choice.h"
 
-namespace nmt::trainer {
+namespace nmt::runtime {
 namespace {
 
 using model::kernels::GemmBackend;
@@ -149,4 +149,4 @@ TEST(DecodingGemmChoice, ChoosingAppliesRankZerosLibraryAndPlanOnEveryRank) {
 }
 
 }  // namespace
-}  // namespace nmt::trainer
+}  // namespace nmt::runtime

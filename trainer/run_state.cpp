@@ -181,7 +181,7 @@ void Trainer::restore_from(const checkpoint::Checkpoint& c, const std::string& p
   bad_validations_ = c.bad_validations;
   history_ = nlohmann::json::parse(c.metrics_json);
   scaler_.restore(c.loss_scale, c.loss_scale_good_steps);
-  const std::string gemm_note = keep_checkpoint_gemm(cfg_, c.gemm_backend, c.gemm_transposed_forward, gemm_);
+  const std::string gemm_note = runtime::keep_checkpoint_gemm(cfg_, c.gemm_backend, c.gemm_transposed_forward, gemm_);
   if (!gemm_note.empty()) log_.info(gemm_note);
   // Generator states are per rank. After a change of world size (allowed when
   // world_size x update_freq is unchanged, so the data plan is the same) the ranks keep

@@ -68,9 +68,9 @@ Trainer::Trainer(const config::Config& cfg, const dist::ProcessGroup& group, Ble
   // train.gemm and, under oneDNN, the transposed-forward shapes (collective where measured).
   // Timing draws from a generator of its own, so the seeded stream that made the parameters
   // and makes dropout is untouched.
-  gemm_ = choose_training_gemm(cfg_, model_cfg, *comm_, device_);
+  gemm_ = runtime::choose_training_gemm(cfg_, model_cfg, *comm_, device_);
   choose_cpu_precision();
-  choose_attention_kernel(cfg_);
+  runtime::choose_attention_kernel(cfg_);
   model_->to(device_);
   model_->train();
   optim_ = std::make_unique<optim::Adam>(named_params(*model_), cfg_.optim);

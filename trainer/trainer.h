@@ -26,7 +26,7 @@
 #include "optim/loss_scaler.h"
 #include "optim/lr_schedule.h"
 #include "runtime/run_lock.h"
-#include "trainer/gemm_choice.h"
+#include "runtime/gemm_choice.h"
 
 namespace nmt::trainer {
 
@@ -143,7 +143,7 @@ class Trainer {
   std::vector<data::MicroBatch> valid_batches_;  // packed once, checked at start
   data::SpecialIds special_;
   model::Transformer model_{nullptr};
-  GemmDecision gemm_;  // train.gemm as decided at start (or kept from the resumed checkpoint)
+  runtime::GemmDecision gemm_;  // train.gemm as decided at start (or kept from the resumed checkpoint)
   std::unique_ptr<optim::Adam> optim_;
   std::unique_ptr<dist::GradReducer> reducer_;
   std::unique_ptr<data::BatchPlanner> planner_;
