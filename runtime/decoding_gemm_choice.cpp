@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <vector>
 
+#include "model/kernels/bf16_gemm.h"
 #include "model/kernels/gemm_plan.h"
+#include "model/kernels/linear.h"
 #include "runtime/cuda_math.h"
 #include "runtime/memory_estimate.h"
 
@@ -104,7 +106,13 @@ std::string set_up_decoding(const config::Config& cfg, const torch::Device& devi
   }
   const char* attention = choose_attention_kernel(cfg);
   configure_cuda_math(cfg);
-  return decoding_setup_text(gemm, device, cfg.train.threads, attention);
+  // train.precision=bf16 on a CPU: decoding's products in bf16 too, on kept bf16 weights.
+  const bool bf16 = wants_cpu_bf16(cfg, device);
+  model::kernels::set_inference_precision(bf16 ? model::kernels::LinearPrecision::kBf16
+                                                : model::kernels::LinearPrecision::kFp32);
+  std::string text = decoding_setup_text(gemm, device, cfg.train.threads, attention);
+  if (bf16) text += "; bf16 products (" + model::kernels::bf16_gemm_description() + ")";
+  return text;
 }
 
 std::string decoding_setup_text(const GemmDecision& decision, const torch::Device& device, int64_t threads,

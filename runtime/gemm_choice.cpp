@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "config/config_error.h"
+#include "model/kernels/bf16_gemm.h"
 
 namespace nmt::runtime {
 
@@ -141,6 +142,13 @@ std::string keep_checkpoint_gemm(const config::Config& cfg, std::optional<GemmBa
   decision.transposed_forward = plan;
   return note + (note.empty() ? "" : "; ") + "gemm: forward on transposed weights: " + plan_text(plan) +
          " (kept from the checkpoint instead of this start's measured pick)";
+}
+
+bool wants_cpu_bf16(const config::Config& cfg, const torch::Device& device) {
+  if (cfg.train.precision != config::Precision::kBf16 || !device.is_cpu()) return false;
+  if (const std::string why = model::kernels::bf16_gemm_problem(); !why.empty())
+    throw config::ConfigError("train.precision=bf16 is unavailable here: " + why + "; use train.precision=fp32");
+  return true;
 }
 
 const char* choose_attention_kernel(const config::Config& cfg) {

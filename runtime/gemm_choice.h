@@ -68,6 +68,10 @@ GemmDecision choose_training_gemm(const config::Config& cfg, const model::ModelC
 std::string keep_checkpoint_gemm(const config::Config& cfg, std::optional<model::kernels::GemmBackend> saved_backend,
                                  const std::optional<std::string>& saved_plan, GemmDecision& decision);
 
+// Whether the linear layers' products run in bf16: train.precision=bf16 on a CPU. Throws
+// config::ConfigError there when the CPU (or the oneDNN library) cannot, naming why.
+bool wants_cpu_bf16(const config::Config& cfg, const torch::Device& device);
+
 // train.attention -> the attention kernel of this process (model/kernels/short_attention.h).
 // Returns its name for the start line.
 const char* choose_attention_kernel(const config::Config& cfg);

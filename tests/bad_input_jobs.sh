@@ -126,6 +126,9 @@ refused "evaluate --checkpoint DIR" "run: is a directory, not a checkpoint file"
 refused "average of a directory" "run: is a directory, not a checkpoint file" "$AVG" --output avg.pt run run/last.pt
 refused "max_tokens below the longest sentence" "config key 'data.max_tokens' = 3: split 'train' has a sentence of" \
   "$TRAIN" --config c.yaml data.max_tokens=3
+# bf16 decoding where the CPU (here: oneDNN capped below bf16) cannot: refused at start by name.
+refused "evaluate train.precision=bf16 without bf16" "train.precision=bf16 is unavailable here: " \
+  env DNNL_MAX_CPU_ISA=AVX512_CORE_VNNI "$EVAL" --config c.yaml --checkpoint run/last.pt --output hyp.txt train.precision=bf16
 # A checkpoint field with a fixed set of values is parsed on load, not compared as a string:
 # a GEMM library that does not exist is refused by name, on resume and when evaluating.
 mkdir bogus && "$python" -c "

@@ -10,11 +10,17 @@
 #include <cmath>
 
 #include "model/kernels/bf16_gemm.h"
+#include "model/kernels/gemm_plan.h"
 #include "model/kernels/linear.h"
 
 namespace k = nmt::model::kernels;
 
 namespace {
+
+struct Bf16Decoding {  // decoding's bf16 products, set for a test, fp32 again after it
+  Bf16Decoding() { k::set_inference_precision(k::LinearPrecision::kBf16); }
+  ~Bf16Decoding() { k::set_inference_precision(k::LinearPrecision::kFp32); }
+};
 
 struct Bf16Products {  // set for a test, fp32 again after it
   Bf16Products() { k::set_linear_precision(k::LinearPrecision::kBf16); }
@@ -97,4 +103,34 @@ TEST(Bf16Linear, NoGradientRecordedStaysFp32) {
   torch::NoGradGuard no_grad;
   Bf16Products bf16;
   EXPECT_TRUE(torch::equal(k::linear(x, w, b), torch::nn::functional::linear(x, w, b)));
+}
+
+// Decoding's bf16 products (translate, evaluate): with no gradient recorded, linear and
+// linear_relu multiply bf16(x) by a kept bf16 copy of W, within bf16's rounding of fp32; the
+// copy is made once and made again after the weight changes; with a gradient recorded (a
+// training step in the same process) nothing changes.
+TEST(Bf16Linear, DecodingProductsOnAKeptBf16CopyWithinRoundingOfFp32) {
+  if (!k::bf16_gemm_problem().empty()) GTEST_SKIP() << k::bf16_gemm_problem();
+  torch::manual_seed(6);
+  const int64_t rows = 12, in = 64, out = 40;
+  const auto x = torch::randn({3, rows / 3, in}), w = torch::randn({out, in}), b = torch::randn({out});
+  Bf16Decoding bf16;
+  {
+    torch::NoGradGuard no_grad;
+    const auto y32 = torch::nn::functional::linear(x, w, b);
+    const auto y16 = k::linear(x, w, b);
+    ASSERT_EQ(y16.sizes(), y32.sizes());
+    const auto bound = torch::matmul(x.abs(), w.abs().t()) * bound_factor(in) + 1e-7;
+    EXPECT_LE(((y16 - y32).abs() - bound).max().item<double>(), 0.0) << "y";
+    EXPECT_GT((y16 - y32).abs().max().item<double>(), 1e-4) << "fp32 by accident";
+    EXPECT_LE(((k::linear_relu(x, w, b) - y32.relu()).abs() - bound).max().item<double>(), 0.0) << "relu(y)";
+    const auto kept = k::kept_bf16_weight(w);
+    EXPECT_EQ(kept.scalar_type(), torch::kBFloat16);
+    EXPECT_EQ(k::kept_bf16_weight(w).const_data_ptr(), kept.const_data_ptr()) << "made again unchanged";
+    EXPECT_TRUE(kept.equal(w.to(torch::kBFloat16)));
+    w.mul_(2);  // in place: the version counter moves
+    EXPECT_TRUE(k::kept_bf16_weight(w).equal(w.to(torch::kBFloat16))) << "stale after an in-place change";
+  }
+  const auto xg = x.clone().requires_grad_();
+  EXPECT_TRUE(torch::equal(k::linear(xg, w, b), torch::nn::functional::linear(xg, w, b))) << "training changed";
 }

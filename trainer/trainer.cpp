@@ -356,10 +356,7 @@ void Trainer::check_sentences_fit() const {
 // the missing CPU flags, where the CPU has no bf16 instructions).
 void Trainer::choose_cpu_precision() {
   namespace k = model::kernels;
-  const bool bf16 = cfg_.train.precision == config::Precision::kBf16 && device_.is_cpu();
-  if (bf16)
-    if (const std::string why = k::bf16_gemm_problem(); !why.empty())
-      throw config::ConfigError("train.precision=bf16 is unavailable here: " + why + "; use train.precision=fp32");
+  const bool bf16 = runtime::wants_cpu_bf16(cfg_, device_);
   k::set_linear_precision(bf16 ? k::LinearPrecision::kBf16 : k::LinearPrecision::kFp32);
 }
 

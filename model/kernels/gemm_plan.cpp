@@ -14,16 +14,35 @@ namespace {
 
 std::vector<WeightShape> plan, inference_plan;
 
-// kept_transposed_weight()'s copies, by the weight's TensorImpl. The weak reference tells a
-// live weight from a dead one whose address a new tensor took.
+// The kept copies (kept_transposed_weight, kept_bf16_weight), by the weight's TensorImpl. The
+// weak reference tells a live weight from a dead one whose address a new tensor took.
 struct KeptCopy {
   c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl> weight;
   uint32_t version;
   const void* data;  // set_data() (Module::to) swaps the storage and keeps the version
-  torch::Tensor transposed;
+  torch::Tensor copy;
 };
+using KeptCopies = std::unordered_map<const c10::TensorImpl*, KeptCopy>;
 std::mutex kept_mutex;
-std::unordered_map<const c10::TensorImpl*, KeptCopy> kept;
+KeptCopies kept_transposed, kept_bf16;
+
+// `weight`'s copy in `copies`, made by `make` on first use and again once the weight changed.
+template <class Make>
+torch::Tensor kept_copy(KeptCopies& copies, const torch::Tensor& weight, Make make) {
+  const std::lock_guard<std::mutex> lock(kept_mutex);
+  const c10::TensorImpl* key = weight.unsafeGetTensorImpl();
+  const uint32_t version = weight._version();
+  const void* data = weight.const_data_ptr();
+  if (auto it = copies.find(key);
+      it != copies.end() && !it->second.weight.expired() && it->second.version == version && it->second.data == data)
+    return it->second.copy;
+  for (auto it = copies.begin(); it != copies.end();) it = it->second.weight.expired() ? copies.erase(it) : std::next(it);
+  torch::Tensor copy = make(weight.detach());
+  copies.insert_or_assign(
+      key, KeptCopy{c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(weight.getIntrusivePtr()),
+                    version, data, copy});
+  return copy;
+}
 
 bool on_list(const std::vector<WeightShape>& shapes, int64_t out, int64_t in) {
   return std::find(shapes.begin(), shapes.end(), WeightShape{out, in}) != shapes.end();
@@ -49,19 +68,11 @@ const std::vector<WeightShape>& inference_transposed() { return inference_plan; 
 bool inference_on_transposed_weight(int64_t out, int64_t in) { return on_list(inference_plan, out, in); }
 
 torch::Tensor kept_transposed_weight(const torch::Tensor& weight) {
-  const std::lock_guard<std::mutex> lock(kept_mutex);
-  const c10::TensorImpl* key = weight.unsafeGetTensorImpl();
-  const uint32_t version = weight._version();
-  const void* data = weight.const_data_ptr();
-  if (auto it = kept.find(key);
-      it != kept.end() && !it->second.weight.expired() && it->second.version == version && it->second.data == data)
-    return it->second.transposed;
-  for (auto it = kept.begin(); it != kept.end();) it = it->second.weight.expired() ? kept.erase(it) : std::next(it);
-  torch::Tensor transposed = weight.detach().t().contiguous();
-  kept.insert_or_assign(
-      key, KeptCopy{c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(weight.getIntrusivePtr()),
-                    version, data, transposed});
-  return transposed;
+  return kept_copy(kept_transposed, weight, [](const torch::Tensor& w) { return w.t().contiguous(); });
+}
+
+torch::Tensor kept_bf16_weight(const torch::Tensor& weight) {
+  return kept_copy(kept_bf16, weight, [](const torch::Tensor& w) { return w.to(torch::kBFloat16).contiguous(); });
 }
 
 std::string weight_shapes_text(const std::vector<WeightShape>& shapes) {

@@ -77,5 +77,7 @@ bool inference_on_transposed_weight(int64_t out, int64_t in);
 // tensor), kept while the weight lives. Entries of weights that died are dropped as new ones
 // come. The copy is shared: read it, never write it. Not for inference tensors (no version).
 torch::Tensor kept_transposed_weight(const torch::Tensor& weight);
+// The same for decoding's bf16 products: a bf16 copy of the weight as stored ([out, in]).
+torch::Tensor kept_bf16_weight(const torch::Tensor& weight);
 
 }  // namespace nmt::model::kernels

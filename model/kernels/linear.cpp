@@ -175,6 +175,18 @@ struct OneDnnLinear : torch::autograd::Function<OneDnnLinear> {
   }
 };
 
+// y = bf16 rows times bf16 w^T, summed and returned in fp32 (+ b), then max(y, 0) when `relu`:
+// [rows, out]; as product_with_bias, for training's and decoding's bf16 products.
+torch::Tensor bf16_product_with_bias(const torch::Tensor& rows16, const torch::Tensor& w16, const torch::Tensor& bias,
+                                     bool relu) {
+  const bool has_bias = bias.numel() > 0;
+  auto y = torch::empty({rows16.size(0), w16.size(0)}, rows16.options().dtype(torch::kFloat32));
+  if (has_bias && !relu) y.copy_(bias.expand_as(y));
+  gemm_bf16(rows16, false, w16, true, y, has_bias && !relu);
+  if (relu) bias_relu_in_place(y, bias);
+  return y;
+}
+
 // The same layer with bf16 products (gemm_bf16): y = bf16(x) bf16(W)^T in fp32 (+ b, ReLU);
 // backward dx = bf16(dy) bf16(W), dW = bf16(dy)^T bf16(x), both in fp32. bf16(x) is saved.
 struct Bf16Linear : torch::autograd::Function<Bf16Linear> {
@@ -182,12 +194,8 @@ struct Bf16Linear : torch::autograd::Function<Bf16Linear> {
                                const torch::Tensor& weight, const torch::Tensor& bias, bool relu) {
     const auto rows = x.reshape({-1, x.size(-1)}).to(torch::kBFloat16).contiguous();
     const auto w = weight.to(torch::kBFloat16).contiguous();
-    const bool has_bias = bias.numel() > 0;
-    auto y = torch::empty({rows.size(0), w.size(0)}, x.options());
-    if (has_bias && !relu) y.copy_(bias.expand_as(y));
-    gemm_bf16(rows, false, w, true, y, has_bias && !relu);
-    if (relu) bias_relu_in_place(y, bias);
-    save_operands(ctx, rows, w, y, relu, has_bias);
+    const auto y = bf16_product_with_bias(rows, w, bias, relu);
+    save_operands(ctx, rows, w, y, relu, bias.numel() > 0);
     return y.view(output_shape(x, weight));
   }
 
@@ -210,6 +218,7 @@ struct Bf16Linear : torch::autograd::Function<Bf16Linear> {
 };
 
 LinearPrecision current_precision = LinearPrecision::kFp32;
+LinearPrecision current_inference_precision = LinearPrecision::kFp32;
 
 bool cpu_float32(const torch::Tensor& x, const torch::Tensor& weight) {
   return x.device().is_cpu() && x.scalar_type() == torch::kFloat32 && weight.scalar_type() == torch::kFloat32 &&
@@ -233,6 +242,19 @@ bool inference_plan_applies(const torch::Tensor& x, const torch::Tensor& weight)
          !weight.is_inference() && inference_on_transposed_weight(weight.size(0), weight.size(1));
 }
 
+// No gradient recorded and decoding's bf16 set: bf16(x) times the weight's kept bf16 copy.
+bool inference_bf16_applies(const torch::Tensor& x, const torch::Tensor& weight) {
+  return current_inference_precision == LinearPrecision::kBf16 && !torch::autograd::GradMode::is_enabled() &&
+         cpu_float32(x, weight) && weight.dim() == 2 && !weight.is_inference();
+}
+
+torch::Tensor inference_bf16_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
+                                    bool relu) {
+  const auto rows = x.reshape({-1, x.size(-1)}).to(torch::kBFloat16).contiguous();
+  const auto b = bias.defined() ? bias : torch::empty({0}, weight.options());
+  return bf16_product_with_bias(rows, kept_bf16_weight(weight), b, relu).view(output_shape(x, weight));
+}
+
 torch::Tensor inference_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
                                bool relu) {
   const auto rows = x.reshape({-1, x.size(-1)}).contiguous();
@@ -247,16 +269,28 @@ torch::Tensor empty_if_undefined(const torch::Tensor& bias, const torch::Tensor&
 
 }  // namespace
 
-void set_linear_precision(LinearPrecision precision) {
+void require_available(LinearPrecision precision) {
   if (precision == LinearPrecision::kBf16)
     if (const std::string why = bf16_gemm_problem(); !why.empty())
       throw std::runtime_error("bf16 products are not available: " + why);
+}
+
+void set_linear_precision(LinearPrecision precision) {
+  require_available(precision);
   current_precision = precision;
 }
 
 LinearPrecision linear_precision() { return current_precision; }
 
+void set_inference_precision(LinearPrecision precision) {
+  require_available(precision);
+  current_inference_precision = precision;
+}
+
+LinearPrecision inference_precision() { return current_inference_precision; }
+
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
+  if (inference_bf16_applies(x, weight)) return inference_bf16_linear(x, weight, bias, false);
   if (inference_plan_applies(x, weight)) return inference_linear(x, weight, bias, false);
   if (bf16_applies(x, weight)) return Bf16Linear::apply(x, weight, empty_if_undefined(bias, weight), false);
   if (!onednn_applies(x, weight)) return torch::nn::functional::linear(x, weight, bias);
@@ -265,6 +299,7 @@ torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const 
 }
 
 torch::Tensor linear_relu(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
+  if (inference_bf16_applies(x, weight)) return inference_bf16_linear(x, weight, bias, true);
   if (inference_plan_applies(x, weight)) return inference_linear(x, weight, bias, true);
   if (bf16_applies(x, weight)) return Bf16Linear::apply(x, weight, empty_if_undefined(bias, weight), true);
   // LibTorch's path: ReLU in place on the product (addmm keeps its inputs, not its output,

@@ -20,6 +20,12 @@ enum class LinearPrecision { kFp32, kBf16 };
 // std::runtime_error for kBf16 where bf16_gemm_problem() is not empty.
 void set_linear_precision(LinearPrecision precision);
 LinearPrecision linear_precision();
+// The precision of products with no gradient recorded (decoding: translate and evaluate under
+// train.precision=bf16 on a CPU; kFp32 until set, and training never sets it, so validation
+// stays float32): under kBf16 bf16(x) times a kept bf16 copy of the weight, fp32 sums and
+// result. Throws std::runtime_error for kBf16 where bf16_gemm_problem() is not empty.
+void set_inference_precision(LinearPrecision precision);
+LinearPrecision inference_precision();
 
 // x [..., in], weight [out, in], bias [out] or undefined.
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
