@@ -21,7 +21,7 @@ while [ $# -gt 0 ]; do
     *) echo "gpu_compare.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
-python=${NMTRAIN_VENV:+$NMTRAIN_VENV/bin/python}
+python=${NMTRAIN_PYTHON:-${NMTRAIN_VENV:+$NMTRAIN_VENV/bin/python}}
 python=${python:-python3}
 rows=() err=$(mktemp)
 trap 'rm -f "$err"' EXIT

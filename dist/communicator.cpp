@@ -7,6 +7,11 @@
 #include "dist/communicator_mpi.h"
 #include "dist/dist_error.h"
 #ifdef NMTRAIN_WITH_CUDA
+#include <cuda_runtime_api.h>
+#include <mpi.h>
+
+#include <cstdio>
+
 #include "dist/communicator_nccl.h"
 #endif
 
@@ -51,14 +56,29 @@ bool nccl_compiled() {
 namespace {
 
 // NCCL refuses two ranks on one GPU only once its communicator is half made (an MPI_Abort
-// with Open MPI's banner and no word of ours), so the count is checked before it starts.
-void refuse_shared_gpus(const ProcessGroup& group) {
+// with Open MPI's banner and no word of ours), so it is checked before it starts. By the GPU's
+// PCI bus id, not its index: where each rank sees only its own GPU (CUDA_VISIBLE_DEVICES, Slurm's
+// --gpus-per-task), every rank's device 0 is another GPU. Collective.
+void refuse_shared_gpus(const ProcessGroup& group, const torch::Device& device) {
+  if (group.world_size() == 1) return;
+  constexpr int kRecord = 160;  // "host bus-id", NUL-padded
+  char bus[32] = {0};
+  if (cudaDeviceGetPCIBusId(bus, sizeof(bus), device.index()) != cudaSuccess) bus[0] = '?';
+  std::vector<char> mine(kRecord, '\0'), all(static_cast<size_t>(kRecord) * group.world_size());
+  std::snprintf(mine.data(), kRecord, "%s %s", host_name().c_str(), bus);
+  MPI_Allgather(mine.data(), kRecord, MPI_CHAR, all.data(), kRecord, MPI_CHAR, MPI_COMM_WORLD);
+  std::vector<int> sharing;
+  for (int r = 0; r < group.world_size(); ++r)
+    if (std::strncmp(all.data() + static_cast<size_t>(r) * kRecord, mine.data(), kRecord) == 0) sharing.push_back(r);
+  if (sharing.size() < 2) return;
+  std::string ranks;
+  for (int r : sharing) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
   const int gpus = static_cast<int>(torch::cuda::device_count());
-  if (group.local_size() <= gpus) return;
-  throw DistSetupError("dist.backend=nccl needs a GPU of its own for every rank, but host " + host_name() + " runs " +
-                  std::to_string(group.local_size()) + " ranks and sees " + std::to_string(gpus) +
-                  " CUDA device(s): start at most " + std::to_string(gpus) +
-                  " rank(s) per host (mpirun --map-by ppr:" + std::to_string(gpus) + ":node)");
+  throw DistSetupError("dist.backend=nccl needs a GPU of its own for every rank, but ranks " + ranks + " on host " +
+                       host_name() + " share the GPU at PCI " + bus + " (this host runs " +
+                       std::to_string(group.local_size()) + " ranks and each sees " + std::to_string(gpus) +
+                       " CUDA device(s)): start at most one rank per GPU (mpirun --map-by ppr:" + std::to_string(gpus) +
+                       ":node), or give each rank its own GPU");
 }
 
 }  // namespace
@@ -70,15 +90,15 @@ std::unique_ptr<Communicator> make_communicator(const DistConfig& cfg, const Pro
   if (backend == Backend::kAuto) backend = device.is_cuda() ? Backend::kNccl : Backend::kMpi;
   if (backend == Backend::kMpi) {
     if (!device.is_cpu())
-      throw DistError("dist.backend=mpi reduces CPU tensors, but training runs on " + device.str() +
+      throw DistSetupError("dist.backend=mpi reduces CPU tensors, but training runs on " + device.str() +
                       " (use dist.backend=nccl or auto)");
     return make_mpi_communicator(group, cfg.timeout_s);
   }
 #ifdef NMTRAIN_WITH_CUDA
-  refuse_shared_gpus(group);
+  if (device.is_cuda()) refuse_shared_gpus(group, device);  // a CPU device: refused just below
   return make_nccl_communicator(group, device, cfg.timeout_s);
 #else
-  throw DistError("dist.backend=nccl: this build has no NCCL backend (configure with NMTRAIN_WITH_CUDA=ON)");
+  throw DistSetupError("dist.backend=nccl: this build has no NCCL backend (configure with NMTRAIN_WITH_CUDA=ON)");
 #endif
 }
 

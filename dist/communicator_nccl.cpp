@@ -263,7 +263,9 @@ class NcclCommunicator : public Communicator {
 
 std::unique_ptr<Communicator> make_nccl_communicator(const ProcessGroup& group, const torch::Device& device,
                                                      double timeout_s) {
-  if (!device.is_cuda()) throw DistError("NCCL backend needs a CUDA device, got " + device.str());
+  if (!device.is_cuda())
+    throw DistSetupError("dist.backend=nccl reduces CUDA tensors, but training runs on " + device.str() +
+                         " (use dist.backend=mpi or auto)");
   return std::make_unique<NcclCommunicator>(group, device, timeout_s);
 }
 

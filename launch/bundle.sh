@@ -18,7 +18,16 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${1:-$root/bundle}
-eval "$(bash "$root/launch/build.sh")"
+out=${out%/}
+# Replacing DIR is allowed only where it is an earlier bundle: never a build tree or a home.
+if [ -e "$out" ] && [ ! -f "$out/env.sh" ]; then
+  echo "bundle.sh: $out exists and is not a bundle (no env.sh): choose another DIR" >&2; exit 2
+fi
+# NMTRAIN_BUILD set: pack that build as it is (the tests do); else build this checkout first.
+if [ -z "${NMTRAIN_BUILD:-}" ]; then
+  exports=$(bash "$root/launch/build.sh") || { echo "bundle.sh: launch/build.sh failed" >&2; exit 1; }
+  eval "$exports"
+fi
 build=$NMTRAIN_BUILD
 # shellcheck source=versions.env
 source "$root/launch/versions.env"
@@ -80,6 +89,7 @@ export OPAL_PREFIX="\$_b/ompi" PATH="\$_b/ompi/bin:\$PATH"
 export OMPI_MCA_mca_base_param_files="\$_b/ompi/openmpi-mca-params.conf"
 export PMIX_MCA_mca_base_component_path="\$_b/pmix/lib/pmix" PMIX_INSTALL_PREFIX="\$_b/pmix"
 export NMTRAIN_BUILD="\$_b/build" NMTRAIN_VENV=\$("\$_py" -c 'import sys; print(sys.prefix)')
+export NMTRAIN_PYTHON=\$("\$_py" -c 'import sys; print(sys.executable)')  # the scripts run this one
 unset _b _py _torch _torch_dir _torch_version _site _nvidia
 EOF
 rm -rf "$out" "$out.tar.gz"

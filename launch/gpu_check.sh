@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On a GPU machine: checks our GPU path end to end on a toy corpus and prints a PASS/FAIL table
-# (a few minutes on one GPU). Uses NMTRAIN_BUILD and NMTRAIN_VENV, as launch/build.sh prints
+# (about a minute on one H200; each check has a time limit, so a hang shows as a FAIL). Uses NMTRAIN_BUILD and NMTRAIN_VENV, as launch/build.sh prints
 # them, or as a bundle's env.sh sets them (launch/bundle.sh):
 #   source bundle/env.sh && bash launch/gpu_check.sh [--logs DIR]
 # --logs DIR keeps each check's log there (default: a temporary directory, removed).
@@ -17,7 +17,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 build=${NMTRAIN_BUILD:-$root/build}
-python=${NMTRAIN_VENV:+$NMTRAIN_VENV/bin/python}
+build=$(cd "$build" 2> /dev/null && pwd) || { echo "gpu_check.sh: no build directory ${NMTRAIN_BUILD:-$root/build} (set NMTRAIN_BUILD, or source a bundle's env.sh)" >&2; exit 2; }
+python=${NMTRAIN_PYTHON:-${NMTRAIN_VENV:+$NMTRAIN_VENV/bin/python}}
 python=${python:-python3}
 device=${GPU_CHECK_DEVICE:-cuda}
 case $device in cuda|cpu) ;; *) echo "gpu_check.sh: GPU_CHECK_DEVICE='$device' is not cuda or cpu" >&2; exit 2 ;; esac
@@ -25,7 +26,7 @@ case $device in cuda|cpu) ;; *) echo "gpu_check.sh: GPU_CHECK_DEVICE='$device' i
 if [ -z "$one" ]; then
   work=$(mktemp -d)
   trap 'rm -rf "$work"' EXIT
-  [ -n "$logs" ] && mkdir -p "$logs"
+  [ -n "$logs" ] && { mkdir -p "$logs" && logs=$(cd "$logs" && pwd) || exit 2; }
   cd "$work" || exit 1
 fi
 TRAIN=$build/trainer/train PRE=$build/data/preprocess EVAL=$build/eval/evaluate TRANSLATE=$build/eval/translate
@@ -194,7 +195,10 @@ decode_vs_cpu() {
   n=$(wc -l < hyp_cpu.txt)
   same_ev=$(paste -d '\t' hyp_cpu.txt hyp_gpu.txt | awk -F'\t' '$1==$2' | wc -l)
   same_tr=$(paste -d '\t' tr_cpu.txt tr_gpu.txt | awk -F'\t' '$1==$2' | wc -l)
-  [ "$same_ev" -ge $((n * 9 / 10)) ] && [ "$same_tr" -ge $((n * 9 / 10)) ]
+  [ "$n" -gt 0 ] || { echo "evaluate wrote no hypotheses"; return 1; }
+  if [ "$same_ev" -lt $((n * 9 / 10)) ] || [ "$same_tr" -lt $((n * 9 / 10)) ]; then
+    echo "GPU and CPU differ: evaluate $same_ev/$n, translate $same_tr/$n identical"; return 1
+  fi
   echo "identical hypotheses: evaluate $same_ev/$n, translate $same_tr/$n; BLEU cpu $(grep -o 'BLEU[^|]*' ev_cpu.out | head -1) / gpu $(grep -o 'BLEU[^|]*' ev_gpu.out | head -1)"
 }
 
@@ -205,7 +209,9 @@ shared_gpu_refused() {
   local rc=0
   "${MPIRUN[@]}" -np $((gpus + 1)) "$TRAIN" --config c.yaml train.device=cuda dist.backend=nccl train.save_dir=two > two.log 2>&1 || rc=$?
   cat two.log
-  [ $rc != 0 ] && grep -q "dist.backend=nccl needs a GPU of its own for every rank" two.log
+  if [ $rc != 2 ] || ! grep -q "dist.backend=nccl needs a GPU of its own for every rank" two.log; then
+    echo "exit $rc without the refusal"; return 1
+  fi
   echo "exit $rc: $(grep -m1 -o 'error: dist.backend=nccl needs.*' two.log | cut -c1-110)"
 }
 

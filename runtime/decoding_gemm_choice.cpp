@@ -97,22 +97,24 @@ GemmDecision choose_decoding_gemm(const config::Config& cfg, const model::ModelC
 }
 
 std::string set_up_decoding(const config::Config& cfg, const torch::Device& device, dist::Communicator* comm) {
+  // train.precision=bf16 on a CPU: every linear layer multiplies on kept bf16 weights, so no
+  // fp32 library or plan is timed (refused here, before anything, where the CPU cannot).
+  const bool bf16 = wants_cpu_bf16(cfg, device);
+  k::set_inference_precision(bf16 ? k::LinearPrecision::kBf16 : k::LinearPrecision::kFp32);
   GemmDecision gemm;
-  if (comm != nullptr) {
+  if (bf16) {
+    require_onednn_if_asked(cfg, device);
+    gemm = {k::gemm_backend(), "bf16 products (" + k::bf16_gemm_description() + "), no fp32 plan", {}};
+    apply_decoding_gemm(gemm);
+  } else if (comm != nullptr) {
     gemm = choose_decoding_gemm(cfg, cfg.model, *comm, device);
   } else {
     gemm = decide_decoding_gemm(cfg, cfg.model, device);
     apply_decoding_gemm(gemm);
   }
   const char* attention = choose_attention_kernel(cfg);
-  configure_cuda_math(cfg);
-  // train.precision=bf16 on a CPU: decoding's products in bf16 too, on kept bf16 weights.
-  const bool bf16 = wants_cpu_bf16(cfg, device);
-  model::kernels::set_inference_precision(bf16 ? model::kernels::LinearPrecision::kBf16
-                                                : model::kernels::LinearPrecision::kFp32);
-  std::string text = decoding_setup_text(gemm, device, cfg.train.threads, attention);
-  if (bf16) text += "; bf16 products (" + model::kernels::bf16_gemm_description() + ")";
-  return text;
+  configure_cuda_math(cfg, device);
+  return decoding_setup_text(gemm, device, cfg.train.threads, attention);
 }
 
 std::string decoding_setup_text(const GemmDecision& decision, const torch::Device& device, int64_t threads,

@@ -129,6 +129,8 @@ refused "max_tokens below the longest sentence" "config key 'data.max_tokens' = 
 # bf16 decoding where the CPU (here: oneDNN capped below bf16) cannot: refused at start by name.
 refused "evaluate train.precision=bf16 without bf16" "train.precision=bf16 is unavailable here: " \
   env DNNL_MAX_CPU_ISA=AVX512_CORE_VNNI "$EVAL" --config c.yaml --checkpoint run/last.pt --output hyp.txt train.precision=bf16
+# A backend that does not fit the device is the user's to fix: exit 2, not the fault code 3.
+refused "dist.backend=nccl on a CPU" "dist.backend=nccl" "$TRAIN" --config c.yaml train.device=cpu dist.backend=nccl train.save_dir=nccl_cpu
 # A checkpoint field with a fixed set of values is parsed on load, not compared as a string:
 # a GEMM library that does not exist is refused by name, on resume and when evaluating.
 mkdir bogus && "$python" -c "

@@ -35,6 +35,8 @@ err=$("$2" "$root/bench/pytorch_reference.py" --shard-dir . --bench-out . --prec
   fail "pytorch_reference --precision fp64: exit $rc: $err"
 err=$(bash "$root/bench/compare" --device tpu 2>&1); rc=$?
 [ "$rc" = 2 ] && grep -qF "bench/compare: --device: 'tpu' is not cpu or cuda" <<<"$err" || fail "compare --device tpu: exit $rc: $err"
+err=$(bash "$root/bench/compare" --device cuda train.device=cpu 2>&1); rc=$?
+[ "$rc" = 2 ] && grep -qF "bench/compare: 'train.device=cpu': the device is --device's" <<<"$err" || fail "compare train.device=cpu: exit $rc: $err"
 err=$("$2" "$root/bench/pytorch_reference.py" --shard-dir . --bench-out . --device tpu 2>&1); rc=$?
 [ "$rc" = 2 ] && grep -qF "argument --device: invalid choice: 'tpu'" <<<"$err" || fail "pytorch_reference --device tpu: exit $rc: $err"
 err=$(bash "$root/bench/gpu_compare.sh" --rounds 2 --frobnicate 2>&1); rc=$?

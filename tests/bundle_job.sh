@@ -2,9 +2,10 @@
 # launch/bundle.sh makes a bundle that runs where none of our non-torch dependencies are
 # installed: Open MPI's and PMIx's trees are hidden here in a private mount namespace, and
 # mpirun -np 2 from the bundle runs the communicator tests. env.sh refuses another torch.
-#   bundle_job.sh PYTHON        (skips, exit 77, where mount namespaces are not allowed)
+#   bundle_job.sh BUILD_DIR PYTHON   (skips, exit 77, where mount namespaces are not allowed)
 set -uo pipefail
-python=$1
+export NMTRAIN_BUILD=$1  # bundle.sh packs this build as it is
+python=$2
 root=$(cd "$(dirname "$0")/.." && pwd)
 fail() { echo "FAIL: $*"; exit 1; }
 unshare -m true 2> /dev/null || { echo "bundle_job: no mount namespaces here (needs root): skipped"; exit 77; }
@@ -22,6 +23,11 @@ done
 for f in /usr/bin/orted /usr/bin/orterun; do [ -e \$f ] && mount --bind /dev/null \$f; done
 NMTRAIN_PYTHON=$python source $tmp/bundle/env.sh
 ldd \$NMTRAIN_BUILD/trainer/train | grep "not found" && exit 1
+# Every library resolves into the bundle, except glibc's, the C++ runtime's and torch's wheel.
+outside=\$(ldd \$NMTRAIN_BUILD/trainer/train \$NMTRAIN_BUILD/eval/evaluate \$NMTRAIN_BUILD/data/preprocess |
+  awk '\$2=="=>" && \$3 ~ /^\// {print \$3}' | sort -u | grep -v "^$tmp/bundle/lib/" | grep -v "/site-packages/" |
+  grep -Ev '/(libc|libm|libdl|libpthread|librt|libutil|libresolv|libstdc\+\+|libgcc_s)\.so' || true)
+[ -z "\$outside" ] || { echo "resolved outside the bundle: \$outside"; exit 1; }
 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 \$NMTRAIN_BUILD/tests/nmt_tests --gtest_filter='Communicator.*' --gtest_color=no
 SH
 out=$(unshare -m bash "$tmp/hidden.sh" 2>&1) || { echo "$out" | tail -20; fail "the bundle's mpirun with the system's Open MPI hidden"; }
@@ -33,4 +39,9 @@ out=$(NMTRAIN_PYTHON=$tmp/fake_python bash -c "source $tmp/bundle/env.sh" 2>&1) 
 [[ $out == *"torch 9.9.9 at /opt/fake/torch, but this bundle was built against torch "* ]] || fail "env.sh version: $out"
 out=$(NMTRAIN_PYTHON=/bin/false bash -c "source $tmp/bundle/env.sh" 2>&1) && fail "env.sh accepted a python without torch"
 [[ $out == *"/bin/false cannot import torch"* ]] || fail "env.sh without torch: $out"
+# bundle.sh never replaces a directory that is not an earlier bundle (a build tree, a home).
+mkdir -p "$tmp/precious" && touch "$tmp/precious/keep"
+out=$(bash "$root/launch/bundle.sh" "$tmp/precious/" 2>&1) && fail "bundle.sh replaced a directory that is not a bundle"
+[[ $out == "bundle.sh: $tmp/precious exists and is not a bundle (no env.sh): choose another DIR" ]] || fail "bundle.sh refusal: $out"
+[ -f "$tmp/precious/keep" ] || fail "bundle.sh removed a file of a directory it refused"
 echo "bundle_job: ok"

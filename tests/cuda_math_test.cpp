@@ -16,12 +16,12 @@ TEST(CudaMath, KeysSetTheContextAndTheDefaultsAllowTf32AndKeepCudnnSdpaOff) {
   config::Config cfg;
   cfg.train.tf32 = false;
   cfg.train.cudnn_sdpa = true;
-  configure_cuda_math(cfg);
+  configure_cuda_math(cfg, torch::kCPU);
   EXPECT_EQ(ctx.float32Precision(at::Float32Backend::CUDA, at::Float32Op::MATMUL), at::Float32Precision::IEEE);
   EXPECT_FALSE(ctx.allowTF32CuBLAS());  // the old getter agrees (it throws where the two disagree)
   EXPECT_FALSE(ctx.allowTF32CuDNN());
   EXPECT_TRUE(ctx.userEnabledCuDNNSDP());
-  configure_cuda_math(config::Config{});  // the defaults
+  configure_cuda_math(config::Config{}, torch::kCPU);  // the defaults
   EXPECT_EQ(ctx.float32Precision(at::Float32Backend::CUDA, at::Float32Op::MATMUL), at::Float32Precision::TF32);
   EXPECT_TRUE(ctx.allowTF32CuBLAS());
   EXPECT_TRUE(ctx.allowTF32CuDNN());
@@ -35,7 +35,10 @@ TEST(CudaMath, DeterministicModeChoosesDeterministicKernelsAndCublasWorkspace) {
   config::Config cfg;
   cfg.train.cudnn_sdpa = true;  // refused under debug.deterministic: cuDNN attention is not
   cfg.debug.deterministic = true;
-  configure_cuda_math(cfg);
+  configure_cuda_math(cfg, torch::kCPU);  // a CPU process: nothing to set
+  EXPECT_FALSE(ctx.deterministicAlgorithms());
+  EXPECT_EQ(std::getenv("CUBLAS_WORKSPACE_CONFIG"), nullptr);
+  configure_cuda_math(cfg, torch::Device(torch::kCUDA, 0));  // settings only: no GPU needed
   EXPECT_TRUE(ctx.deterministicAlgorithms());
   EXPECT_FALSE(ctx.deterministicAlgorithmsWarnOnly());
   EXPECT_TRUE(ctx.deterministicCuDNN());

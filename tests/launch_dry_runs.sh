@@ -38,7 +38,7 @@ out=$(bash "$root/launch/gpu_check.sh" --frobnicate 2>&1) && fail "gpu_check: un
 out=$(GPU_CHECK_DEVICE=tpu bash "$root/launch/gpu_check.sh" 2>&1) && fail "gpu_check: GPU_CHECK_DEVICE=tpu accepted"
 [[ $out == "gpu_check.sh: GPU_CHECK_DEVICE='tpu' is not cuda or cpu" ]] || fail "gpu_check device: $out"
 out=$(NMTRAIN_BUILD=/no/such/build bash "$root/launch/gpu_check.sh" 2>&1) && fail "gpu_check: missing build accepted"
-[[ $out == "gpu_check.sh: no /no/such/build/trainer/train (set NMTRAIN_BUILD, or source a bundle's env.sh)" ]] || fail "gpu_check build: $out"
+[[ $out == "gpu_check.sh: no build directory /no/such/build (set NMTRAIN_BUILD, or source a bundle's env.sh)" ]] || fail "gpu_check build: $out"
 for s in launch/{quickstart,setup,build,run_tests,supervise,bundle,gpu_check}.sh bench/gpu_compare.sh tests/runners/gpu_smoke.sh tests/cluster/netns_{cluster,rsh}.sh; do
   bash -n "$root/$s" || fail "syntax: $s"
 done

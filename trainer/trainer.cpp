@@ -43,7 +43,7 @@ Trainer::Trainer(const config::Config& cfg, const dist::ProcessGroup& group, Ble
       device_(runtime::choose_device(cfg.train, group.local_rank())),
       schedule_(cfg.schedule, cfg.model.d_model, cfg.train.max_updates), log_(cfg.train.save_dir, group.is_main()), bleu_(std::move(bleu)) {
   torch::set_num_threads(static_cast<int>(cfg_.train.threads));
-  runtime::configure_cuda_math(cfg_);
+  runtime::configure_cuda_math(cfg_, device_);
   // Under the run lock no other writer exists: every temporary in save_dir is litter of an
   // interrupted run (a checkpoint write cut by SIGKILL, say).
   if (group_.is_main())
