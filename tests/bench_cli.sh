@@ -28,6 +28,10 @@ err=$(bash "$root/bench/compare" --compile fast 2>&1); rc=$?
 [ "$rc" = 2 ] && grep -qF "bench/compare: --compile: unknown mode 'fast'" <<<"$err" || fail "compare --compile fast: exit $rc: $err"
 err=$(bash "$root/bench/compare" --compile 2>&1); rc=$?
 [ "$rc" = 2 ] && grep -qF "bench/compare: --compile needs a mode" <<<"$err" || fail "compare --compile: exit $rc: $err"
+err=$(python3 "$root/bench/decode" --ct2-compute-type int4 2>&1); rc=$?
+[ "$rc" = 2 ] && grep -qF "argument --ct2-compute-type: invalid choice: 'int4'" <<<"$err" || fail "decode --ct2-compute-type int4: exit $rc: $err"
+err=$(python3 "$root/bench/decode" --precision fp16 2>&1); rc=$?
+[ "$rc" = 2 ] && grep -qF "argument --precision: invalid choice: 'fp16'" <<<"$err" || fail "decode --precision fp16: exit $rc: $err"
 err=$(python3 "$root/bench/decode" --gemm blas 2>&1); rc=$?
 [ "$rc" = 2 ] && grep -qF "argument --gemm: invalid choice: 'blas'" <<<"$err" || fail "decode --gemm blas: exit $rc: $err"
 err=$("$2" "$root/bench/pytorch_reference.py" --shard-dir . --bench-out . --precision fp64 2>&1); rc=$?
