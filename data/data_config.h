@@ -21,6 +21,10 @@ struct DataConfig {
   // never branched on here.
   std::string spm_model_type = "unigram";
   int64_t spm_threads = 2;             // SentencePiece training threads (fixed: output is deterministic)
+  // SentencePiece trains on at most this many lines: a seeded reservoir sample over both sides
+  // of the training split (Marian's default, 2M); a corpus with fewer lines is taken whole, as
+  // before this key existed. The same input always gives the same sample and vocabulary.
+  int64_t spm_sample_lines = 2000000;
   int64_t num_shards = 4;              // shards written for the training split (others get one)
   int64_t max_len = 250;               // drop training pairs with a side longer than this (pieces)
   int64_t max_tokens = 4096;           // padded tokens per micro-batch (sentences x longest side)

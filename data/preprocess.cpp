@@ -4,16 +4,20 @@
 #include <sentencepiece_trainer.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "base/atomic_file.h"
 #include "base/progress.h"
 #include "base/sha256.h"
 #include "base/signal_deferral.h"
 #include "data/data_error.h"
+#include "data/reservoir_sample.h"
 #include "data/shard_io.h"
 #include "data/text_file.h"
 
@@ -27,26 +31,45 @@ struct RawSplit {
   std::vector<std::string> src, tgt;
 };
 
-// Feeds SentencePiece the training split's source then target lines (a joint vocabulary).
+// Feeds SentencePiece the lines it trains on, in corpus order.
 class LinesIterator : public sentencepiece::SentenceIterator {
  public:
-  LinesIterator(const std::vector<std::string>& a, const std::vector<std::string>& b) : a_(a), b_(b) { skip_empty(); }
-  bool done() const override { return i_ >= a_.size() + b_.size(); }
-  void Next() override {
-    ++i_;
-    skip_empty();
-  }
-  const std::string& value() const override { return i_ < a_.size() ? a_[i_] : b_[i_ - a_.size()]; }
+  explicit LinesIterator(std::vector<const std::string*> lines) : lines_(std::move(lines)) {}
+  bool done() const override { return i_ >= lines_.size(); }
+  void Next() override { ++i_; }
+  const std::string& value() const override { return *lines_[i_]; }
   sentencepiece::util::Status status() const override { return {}; }
 
  private:
-  void skip_empty() {
-    while (!done() && value().empty()) ++i_;
-  }
-  const std::vector<std::string>& a_;
-  const std::vector<std::string>& b_;
+  std::vector<const std::string*> lines_;
   size_t i_ = 0;
 };
+
+// The training split's non-empty source then target lines (a joint vocabulary): all of them
+// when they number at most data.spm_sample_lines, else a seeded reservoir sample of that many,
+// kept in corpus order. Also returns how many there were in all.
+std::pair<std::vector<const std::string*>, uint64_t> spm_training_lines(const DataConfig& cfg, const RawSplit& train) {
+  constexpr uint64_t kSampleSeed = 1;  // fixed: the same corpus gives the same vocabulary
+  ReservoirSample sample(static_cast<uint64_t>(cfg.spm_sample_lines), kSampleSeed);
+  for (const auto* side : {&train.src, &train.tgt})
+    for (const std::string& line : *side)
+      if (!line.empty()) sample.offer();
+  const std::vector<uint64_t> chosen = sample.chosen();
+  std::vector<const std::string*> lines;
+  lines.reserve(chosen.size());
+  uint64_t index = 0;
+  size_t next = 0;
+  for (const auto* side : {&train.src, &train.tgt})
+    for (const std::string& line : *side) {
+      if (line.empty()) continue;
+      if (next < chosen.size() && chosen[next] == index) {
+        lines.push_back(&line);
+        ++next;
+      }
+      ++index;
+    }
+  return {std::move(lines), sample.offered()};
+}
 
 std::string read_file_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -64,8 +87,13 @@ void write_file_bytes(const std::string& path, const std::string& bytes) {
 }
 
 std::string train_sentencepiece(const DataConfig& cfg, const RawSplit& train, std::FILE* log) {
-  std::fprintf(log, "preprocess: training a joint %s SentencePiece model, vocab_size %lld, on %zu + %zu lines\n",
+  auto [lines, all] = spm_training_lines(cfg, train);
+  std::fprintf(log, "preprocess: training a joint %s SentencePiece model, vocab_size %lld, on %zu + %zu lines",
                cfg.spm_model_type.c_str(), static_cast<long long>(cfg.vocab_size), train.src.size(), train.tgt.size());
+  if (lines.size() < all)
+    std::fprintf(log, ": a seeded sample of %zu of their %llu non-empty lines (data.spm_sample_lines)", lines.size(),
+                 static_cast<unsigned long long>(all));
+  std::fprintf(log, "\n");
   const SpecialIds ids;
   std::unordered_map<std::string, std::string> args = {
       {"model_type", cfg.spm_model_type},
@@ -76,10 +104,10 @@ std::string train_sentencepiece(const DataConfig& cfg, const RawSplit& train, st
       {"bos_id", std::to_string(ids.bos)},
       {"eos_id", std::to_string(ids.eos)},
       {"num_threads", std::to_string(cfg.spm_threads)},
-      {"input_sentence_size", "0"},  // all sentences: no sampling, so no randomness
+      {"input_sentence_size", "0"},  // all it is given: the sample is ours (seeded), not SentencePiece's
       {"minloglevel", "1"},
   };
-  LinesIterator it(train.src, train.tgt);
+  LinesIterator it(std::move(lines));
   std::string proto;
   const auto status = sentencepiece::SentencePieceTrainer::Train(args, &it, &proto);
   if (!status.ok())

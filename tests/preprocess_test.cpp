@@ -1,6 +1,7 @@
 // preprocess: policies, byte identity, reuse of a model, and no damage on bad input.
 #include <zlib.h>
 
+#include <cstdio>
 #include <random>
 
 #include "data/data_error.h"
@@ -101,6 +102,36 @@ TEST(Preprocess, SameInputSameBytesAndModelReuse) {
     EXPECT_EQ(read_text(a.file(f)), read_text(b.file(f))) << f;
     EXPECT_EQ(read_text(a.file(f)), read_text(c.file(f))) << f;
   }
+}
+
+// data.spm_sample_lines below the corpus: SentencePiece trains on a seeded sample, the same
+// one every time (byte-identical model and shards), the log says so, and the vocabulary is
+// not the whole corpus's. At or above it the corpus is taken whole (the default's case).
+TEST(Preprocess, SentencePieceOnASeededSampleOfTheTrainingLines) {
+  RawCorpus raw;
+  TempDir whole, a, b;
+  preprocess(raw.config(whole.path().string()), stderr);
+  DataConfig sampled = raw.config(a.path().string());
+  sampled.spm_sample_lines = 200;
+  std::FILE* log = std::tmpfile();
+  preprocess(sampled, log);
+  std::rewind(log);
+  std::string text(4096, '\0');
+  text.resize(std::fread(text.data(), 1, text.size(), log));
+  std::fclose(log);
+  // 300 + 300 lines, one target line empty.
+  EXPECT_NE(text.find("on 300 + 300 lines: a seeded sample of 200 of their 599 non-empty lines (data.spm_sample_lines)"),
+            std::string::npos) << text;
+  sampled.shard_dir = b.path().string();
+  preprocess(sampled, stderr);
+  for (const auto& f : {"spm.model", "manifest.json", "train-00000-of-00003.h5"})
+    EXPECT_EQ(read_text(a.file(f)), read_text(b.file(f))) << f;
+  EXPECT_NE(read_text(a.file("spm.model")), read_text(whole.file("spm.model")));
+  TempDir exact;
+  DataConfig all_lines = raw.config(exact.path().string());
+  all_lines.spm_sample_lines = 599;  // exactly the corpus: taken whole
+  preprocess(all_lines, stderr);
+  EXPECT_EQ(read_text(exact.file("spm.model")), read_text(whole.file("spm.model")));
 }
 
 TEST(Preprocess, MismatchedLineCountsAreAnErrorAndDamageNothing) {
