@@ -139,6 +139,7 @@ const std::vector<Field>& fields() {
       NMT_FIELD(data, spm_model_type, (OneOf{{"unigram", "bpe", "char", "word"}})),
       NMT_FIELD(data, spm_threads, (Range{1, 1024})),
       NMT_FIELD(data, spm_sample_lines, (Range{1, 1e12})),
+      NMT_FIELD(data, workers, (Range{0, 1024})),
       NMT_FIELD(data, num_shards, (Range{1, 100000})),
       NMT_FIELD(data, max_len, (Range{1, 100000})),
       NMT_FIELD(data, max_tokens, (Range{2, 1e9})),

@@ -25,6 +25,7 @@ struct DataConfig {
   // of the training split (Marian's default, 2M); a corpus with fewer lines is taken whole, as
   // before this key existed. The same input always gives the same sample and vocabulary.
   int64_t spm_sample_lines = 2000000;
+  int64_t workers = 0;                 // threads that encode with SentencePiece (0 = one per core); shards are the same for any number
   int64_t num_shards = 4;              // shards written for the training split (others get one)
   int64_t max_len = 250;               // drop training pairs with a side longer than this (pieces)
   int64_t max_tokens = 4096;           // padded tokens per micro-batch (sentences x longest side)

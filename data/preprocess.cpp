@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -180,29 +182,68 @@ Manifest vocabulary_manifest(const DataConfig& cfg, const std::string& proto, se
   return m;
 }
 
-// Encodes one split. The training split drops pairs with an empty side or a side longer
-// than data.max_len (counted in `entry`); other splits keep every line, as evaluation needs.
+// data.workers: 0 means one per core.
+int worker_count(const DataConfig& cfg) {
+  if (cfg.workers > 0) return static_cast<int>(cfg.workers);
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+// Encodes lines [lo, hi) of both sides into a[i - lo], b[i - lo] on `workers` threads. Each
+// line has its own slot, so the result does not depend on how lines were dealt to threads;
+// SentencePiece's Encode is const and safe to call concurrently. The first error is rethrown.
+void encode_block(const sentencepiece::SentencePieceProcessor& sp, const RawSplit& s, size_t lo, size_t hi,
+                  int workers, std::vector<std::vector<int>>& a, std::vector<std::vector<int>>& b) {
+  a.assign(hi - lo, {});
+  b.assign(hi - lo, {});
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(workers));
+  auto work = [&](int w) {
+    try {
+      for (size_t i = lo + static_cast<size_t>(w); i < hi; i += static_cast<size_t>(workers)) {
+        a[i - lo] = encode(sp, s.src[i]);
+        b[i - lo] = encode(sp, s.tgt[i]);
+      }
+    } catch (...) {
+      errors[static_cast<size_t>(w)] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int w = 1; w < workers; ++w) threads.emplace_back(work, w);
+  work(0);
+  for (auto& t : threads) t.join();
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+// Encodes one split, in blocks of lines encoded on data.workers threads and kept in input
+// order. The training split drops pairs with an empty side or a side longer than
+// data.max_len (counted in `entry`); other splits keep every line, as evaluation needs.
 void encode_split(const DataConfig& cfg, const RawSplit& s, const sentencepiece::SentencePieceProcessor& sp,
                   base::SignalDeferral& interrupts, std::FILE* log, FlatIds& src, FlatIds& tgt, SplitEntry& entry) {
+  constexpr size_t kBlock = 8192;  // lines per block: progress and interrupts are checked between blocks
   const bool is_train = s.name == cfg.train_split;
+  const int workers = worker_count(cfg);
   entry.raw_lines = static_cast<int64_t>(s.src.size());
   base::Progress progress("preprocess " + s.name, entry.raw_lines, log);
-  for (size_t i = 0; i < s.src.size(); ++i) {
-    if (i % 1000 == 0) {
-      progress.update(static_cast<int64_t>(i));
-      interrupts.throw_if_pending("preprocess " + s.name);
+  std::vector<std::vector<int>> a, b;
+  for (size_t lo = 0; lo < s.src.size(); lo += kBlock) {
+    progress.update(static_cast<int64_t>(lo));
+    interrupts.throw_if_pending("preprocess " + s.name);
+    const size_t hi = std::min(s.src.size(), lo + kBlock);
+    encode_block(sp, s, lo, hi, workers, a, b);
+    for (size_t i = lo; i < hi; ++i) {
+      if (is_train && (s.src[i].empty() || s.tgt[i].empty())) {
+        ++entry.skipped_empty;
+        continue;
+      }
+      const auto& sa = a[i - lo];
+      const auto& sb = b[i - lo];
+      if (is_train && (static_cast<int64_t>(sa.size()) > cfg.max_len || static_cast<int64_t>(sb.size()) > cfg.max_len)) {
+        ++entry.skipped_too_long;
+        continue;
+      }
+      src.push_back(sa);
+      tgt.push_back(sb);
     }
-    if (is_train && (s.src[i].empty() || s.tgt[i].empty())) {
-      ++entry.skipped_empty;
-      continue;
-    }
-    std::vector<int> a = encode(sp, s.src[i]), b = encode(sp, s.tgt[i]);
-    if (is_train && (static_cast<int64_t>(a.size()) > cfg.max_len || static_cast<int64_t>(b.size()) > cfg.max_len)) {
-      ++entry.skipped_too_long;
-      continue;
-    }
-    src.push_back(a);
-    tgt.push_back(b);
   }
   progress.finish();
   entry.examples = src.size();

@@ -134,6 +134,27 @@ TEST(Preprocess, SentencePieceOnASeededSampleOfTheTrainingLines) {
   EXPECT_EQ(read_text(exact.file("spm.model")), read_text(whole.file("spm.model")));
 }
 
+// data.workers: the shards are the same bytes for any number of encoding threads, including
+// more threads than lines in a block's tail.
+TEST(Preprocess, ShardsAreTheSameForAnyNumberOfWorkers) {
+  RawCorpus raw;
+  TempDir one, three, seven;
+  DataConfig c = raw.config(one.path().string());
+  c.workers = 1;
+  preprocess(c, stderr);
+  c.shard_dir = three.path().string();
+  c.workers = 3;
+  preprocess(c, stderr);
+  c.shard_dir = seven.path().string();
+  c.workers = 7;
+  preprocess(c, stderr);
+  for (const auto& f : {"manifest.json", "spm.model", "train-00000-of-00003.h5", "train-00001-of-00003.h5",
+                        "train-00002-of-00003.h5", "val-00000-of-00001.h5"}) {
+    EXPECT_EQ(read_text(one.file(f)), read_text(three.file(f))) << f;
+    EXPECT_EQ(read_text(one.file(f)), read_text(seven.file(f))) << f;
+  }
+}
+
 TEST(Preprocess, MismatchedLineCountsAreAnErrorAndDamageNothing) {
   RawCorpus raw;
   TempDir out;
