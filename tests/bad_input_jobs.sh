@@ -126,6 +126,12 @@ refused "evaluate --checkpoint DIR" "run: is a directory, not a checkpoint file"
 refused "average of a directory" "run: is a directory, not a checkpoint file" "$AVG" --output avg.pt run run/last.pt
 refused "max_tokens below the longest sentence" "config key 'data.max_tokens' = 3: split 'train' has a sentence of" \
   "$TRAIN" --config c.yaml data.max_tokens=3
+# preprocess's sampling and encoding keys, refused by name before anything is written.
+refused "data.workers -1" "config key 'data.workers' = '-1' (command line 'data.workers=-1'): must be >= 0" \
+  "$PRE" --config c.yaml data.workers=-1 data.shard_dir=shards_workers
+refused "data.spm_sample_lines 0" "config key 'data.spm_sample_lines' = '0' (command line 'data.spm_sample_lines=0'): must be >= 1" \
+  "$PRE" --config c.yaml data.spm_sample_lines=0 data.shard_dir=shards_sample
+[ ! -e shards_workers ] && [ ! -e shards_sample ] || fail "a refused preprocess created its shard directory"
 # bf16 decoding where the CPU (here: oneDNN capped below bf16) cannot: refused at start by name.
 refused "evaluate train.precision=bf16 without bf16" "train.precision=bf16 is unavailable here: " \
   env DNNL_MAX_CPU_ISA=AVX512_CORE_VNNI "$EVAL" --config c.yaml --checkpoint run/last.pt --output hyp.txt train.precision=bf16
