@@ -19,6 +19,7 @@
 #include "base/sha256.h"
 #include "base/signal_deferral.h"
 #include "data/data_error.h"
+#include "data/encoded_pairs_spill.h"
 #include "data/reservoir_sample.h"
 #include "data/shard_io.h"
 #include "data/text_file.h"
@@ -28,49 +29,46 @@ namespace fs = std::filesystem;
 namespace nmt::data {
 namespace {
 
+// A split's raw files and their line count, from the scan that checks them before anything is
+// written. The lines themselves are streamed, never held: memory stays bounded by a block and
+// a shard, whatever the corpus's size.
 struct RawSplit {
   std::string name, src_path, tgt_path;
-  std::vector<std::string> src, tgt;
+  int64_t lines = 0;
 };
 
 // Feeds SentencePiece the lines it trains on, in corpus order.
 class LinesIterator : public sentencepiece::SentenceIterator {
  public:
-  explicit LinesIterator(std::vector<const std::string*> lines) : lines_(std::move(lines)) {}
+  explicit LinesIterator(std::vector<std::string> lines) : lines_(std::move(lines)) {}
   bool done() const override { return i_ >= lines_.size(); }
   void Next() override { ++i_; }
-  const std::string& value() const override { return *lines_[i_]; }
+  const std::string& value() const override { return lines_[i_]; }
   sentencepiece::util::Status status() const override { return {}; }
 
  private:
-  std::vector<const std::string*> lines_;
+  std::vector<std::string> lines_;
   size_t i_ = 0;
 };
 
-// The training split's non-empty source then target lines (a joint vocabulary): all of them
-// when they number at most data.spm_sample_lines, else a seeded reservoir sample of that many,
-// kept in corpus order. Also returns how many there were in all.
-std::pair<std::vector<const std::string*>, uint64_t> spm_training_lines(const DataConfig& cfg, const RawSplit& train) {
-  constexpr uint64_t kSampleSeed = 1;  // fixed: the same corpus gives the same vocabulary
-  ReservoirSample sample(static_cast<uint64_t>(cfg.spm_sample_lines), kSampleSeed);
-  for (const auto* side : {&train.src, &train.tgt})
-    for (const std::string& line : *side)
-      if (!line.empty()) sample.offer();
-  const std::vector<uint64_t> chosen = sample.chosen();
-  std::vector<const std::string*> lines;
-  lines.reserve(chosen.size());
-  uint64_t index = 0;
-  size_t next = 0;
-  for (const auto* side : {&train.src, &train.tgt})
-    for (const std::string& line : *side) {
-      if (line.empty()) continue;
-      if (next < chosen.size() && chosen[next] == index) {
-        lines.push_back(&line);
-        ++next;
-      }
-      ++index;
-    }
-  return {std::move(lines), sample.offered()};
+// Reads one side through, counting its lines and offering the non-empty ones to `sample`
+// (when given).
+int64_t scan_side(const std::string& path, LineSample* sample) {
+  LineReader reader(path);
+  std::string line;
+  while (reader.next(line))
+    if (sample && !line.empty()) sample->offer(line);
+  return reader.lines_read();
+}
+
+// Counts a split's lines on both sides, which must agree. For the training split, `sample`
+// receives its non-empty source lines, then its target lines (a joint vocabulary).
+void scan_split(RawSplit& s, LineSample* sample) {
+  s.lines = scan_side(s.src_path, sample);
+  const int64_t tgt_lines = scan_side(s.tgt_path, sample);
+  if (s.lines != tgt_lines)
+    throw DataError(s.src_path + " has " + std::to_string(s.lines) + " lines but " + s.tgt_path + " has " +
+                    std::to_string(tgt_lines) + ": a parallel split needs equal line counts");
 }
 
 std::string read_file_bytes(const std::string& path) {
@@ -88,13 +86,16 @@ void write_file_bytes(const std::string& path, const std::string& bytes) {
   if (!out) throw DataError(path + ": cannot write");
 }
 
-std::string train_sentencepiece(const DataConfig& cfg, const RawSplit& train, std::FILE* log) {
-  auto [lines, all] = spm_training_lines(cfg, train);
-  std::fprintf(log, "preprocess: training a joint %s SentencePiece model, vocab_size %lld, on %zu + %zu lines",
-               cfg.spm_model_type.c_str(), static_cast<long long>(cfg.vocab_size), train.src.size(), train.tgt.size());
-  if (lines.size() < all)
+// `lines`: what SentencePiece trains on (all the training split's non-empty lines, or a seeded
+// sample of data.spm_sample_lines of them); `offered`: how many there were in all.
+std::string train_sentencepiece(const DataConfig& cfg, const RawSplit& train, std::vector<std::string> lines,
+                                uint64_t offered, std::FILE* log) {
+  std::fprintf(log, "preprocess: training a joint %s SentencePiece model, vocab_size %lld, on %lld + %lld lines",
+               cfg.spm_model_type.c_str(), static_cast<long long>(cfg.vocab_size), static_cast<long long>(train.lines),
+               static_cast<long long>(train.lines));
+  if (lines.size() < offered)
     std::fprintf(log, ": a seeded sample of %zu of their %llu non-empty lines (data.spm_sample_lines)", lines.size(),
-                 static_cast<unsigned long long>(all));
+                 static_cast<unsigned long long>(offered));
   std::fprintf(log, "\n");
   const SpecialIds ids;
   std::unordered_map<std::string, std::string> args = {
@@ -126,9 +127,8 @@ std::vector<int> encode(const sentencepiece::SentencePieceProcessor& sp, const s
 }
 
 // Every split present in one language must be present in the other, and the training and
-// validation splits must be there: a half-present split is an error, not a skip. Reads and
-// checks every split before anything is written; the training split comes back first.
-std::vector<RawSplit> read_raw_splits(const DataConfig& cfg) {
+// validation splits must be there: a half-present split is an error, not a skip.
+std::vector<RawSplit> find_raw_splits(const DataConfig& cfg) {
   std::vector<std::string> names = list_splits(cfg.raw_dir, cfg.src_lang, cfg.tgt_lang);
   std::vector<std::string> missing;
   for (const std::string& required : {cfg.train_split, cfg.valid_split})
@@ -145,18 +145,8 @@ std::vector<RawSplit> read_raw_splits(const DataConfig& cfg) {
                     cfg.train_split + "', data.valid_split = '" + cfg.valid_split + "')");
   }
   std::vector<RawSplit> splits;
-  for (const std::string& name : names) {
-    RawSplit s;
-    s.name = name;
-    s.src_path = find_split_file(cfg.raw_dir, name, cfg.src_lang);
-    s.tgt_path = find_split_file(cfg.raw_dir, name, cfg.tgt_lang);
-    s.src = read_lines(s.src_path);
-    s.tgt = read_lines(s.tgt_path);
-    if (s.src.size() != s.tgt.size())
-      throw DataError(s.src_path + " has " + std::to_string(s.src.size()) + " lines but " + s.tgt_path + " has " +
-                      std::to_string(s.tgt.size()) + ": a parallel split needs equal line counts");
-    splits.push_back(std::move(s));
-  }
+  for (const std::string& name : names)
+    splits.push_back({name, find_split_file(cfg.raw_dir, name, cfg.src_lang), find_split_file(cfg.raw_dir, name, cfg.tgt_lang)});
   return splits;
 }
 
@@ -188,19 +178,20 @@ int worker_count(const DataConfig& cfg) {
   return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
-// Encodes lines [lo, hi) of both sides into a[i - lo], b[i - lo] on `workers` threads. Each
-// line has its own slot, so the result does not depend on how lines were dealt to threads;
-// SentencePiece's Encode is const and safe to call concurrently. The first error is rethrown.
-void encode_block(const sentencepiece::SentencePieceProcessor& sp, const RawSplit& s, size_t lo, size_t hi,
-                  int workers, std::vector<std::vector<int>>& a, std::vector<std::vector<int>>& b) {
-  a.assign(hi - lo, {});
-  b.assign(hi - lo, {});
+// Encodes src[i], tgt[i] into a[i], b[i] on `workers` threads. Each line has its own slot, so
+// the result does not depend on how lines were dealt to threads; SentencePiece's Encode is
+// const and safe to call concurrently. The first error is rethrown.
+void encode_block(const sentencepiece::SentencePieceProcessor& sp, const std::vector<std::string>& src,
+                  const std::vector<std::string>& tgt, int workers, std::vector<std::vector<int>>& a,
+                  std::vector<std::vector<int>>& b) {
+  a.assign(src.size(), {});
+  b.assign(src.size(), {});
   std::vector<std::exception_ptr> errors(static_cast<size_t>(workers));
   auto work = [&](int w) {
     try {
-      for (size_t i = lo + static_cast<size_t>(w); i < hi; i += static_cast<size_t>(workers)) {
-        a[i - lo] = encode(sp, s.src[i]);
-        b[i - lo] = encode(sp, s.tgt[i]);
+      for (size_t i = static_cast<size_t>(w); i < src.size(); i += static_cast<size_t>(workers)) {
+        a[i] = encode(sp, src[i]);
+        b[i] = encode(sp, tgt[i]);
       }
     } catch (...) {
       errors[static_cast<size_t>(w)] = std::current_exception();
@@ -214,58 +205,74 @@ void encode_block(const sentencepiece::SentencePieceProcessor& sp, const RawSpli
     if (e) std::rethrow_exception(e);
 }
 
-// Encodes one split, in blocks of lines encoded on data.workers threads and kept in input
-// order. The training split drops pairs with an empty side or a side longer than
-// data.max_len (counted in `entry`); other splits keep every line, as evaluation needs.
+// Reads the next block of pairs (at most `max`) from both sides. Their line counts were checked
+// by the scan; a file that changed since is an error, not a misaligned corpus.
+void read_block(LineReader& src_in, LineReader& tgt_in, size_t max, std::vector<std::string>& src,
+                std::vector<std::string>& tgt) {
+  src.resize(max);
+  tgt.resize(max);
+  size_t n = 0;
+  for (; n < max; ++n) {
+    const bool got_src = src_in.next(src[n]);
+    if (got_src != tgt_in.next(tgt[n]))
+      throw DataError(src_in.path() + " and " + tgt_in.path() + " no longer have equal line counts (changed while preprocessing?)");
+    if (!got_src) break;
+  }
+  src.resize(n);
+  tgt.resize(n);
+}
+
+// Streams one split through SentencePiece, a block of lines at a time on data.workers threads,
+// and appends the kept pairs, in input order, to `out`. The training split drops pairs with an
+// empty side or a side longer than data.max_len (counted in `entry`); other splits keep every
+// line, as evaluation needs.
 void encode_split(const DataConfig& cfg, const RawSplit& s, const sentencepiece::SentencePieceProcessor& sp,
-                  base::SignalDeferral& interrupts, std::FILE* log, FlatIds& src, FlatIds& tgt, SplitEntry& entry) {
+                  base::SignalDeferral& interrupts, std::FILE* log, EncodedPairsWriter& out, SplitEntry& entry) {
   constexpr size_t kBlock = 8192;  // lines per block: progress and interrupts are checked between blocks
   const bool is_train = s.name == cfg.train_split;
   const int workers = worker_count(cfg);
-  entry.raw_lines = static_cast<int64_t>(s.src.size());
+  entry.raw_lines = s.lines;
   base::Progress progress("preprocess " + s.name, entry.raw_lines, log);
+  LineReader src_in(s.src_path), tgt_in(s.tgt_path);
+  std::vector<std::string> src_lines, tgt_lines;
   std::vector<std::vector<int>> a, b;
-  for (size_t lo = 0; lo < s.src.size(); lo += kBlock) {
-    progress.update(static_cast<int64_t>(lo));
+  for (;;) {
+    progress.update(src_in.lines_read());
     interrupts.throw_if_pending("preprocess " + s.name);
-    const size_t hi = std::min(s.src.size(), lo + kBlock);
-    encode_block(sp, s, lo, hi, workers, a, b);
-    for (size_t i = lo; i < hi; ++i) {
-      if (is_train && (s.src[i].empty() || s.tgt[i].empty())) {
+    read_block(src_in, tgt_in, kBlock, src_lines, tgt_lines);
+    if (src_lines.empty()) break;
+    encode_block(sp, src_lines, tgt_lines, workers, a, b);
+    for (size_t i = 0; i < src_lines.size(); ++i) {
+      if (is_train && (src_lines[i].empty() || tgt_lines[i].empty())) {
         ++entry.skipped_empty;
         continue;
       }
-      const auto& sa = a[i - lo];
-      const auto& sb = b[i - lo];
-      if (is_train && (static_cast<int64_t>(sa.size()) > cfg.max_len || static_cast<int64_t>(sb.size()) > cfg.max_len)) {
+      if (is_train && (static_cast<int64_t>(a[i].size()) > cfg.max_len || static_cast<int64_t>(b[i].size()) > cfg.max_len)) {
         ++entry.skipped_too_long;
         continue;
       }
-      src.push_back(sa);
-      tgt.push_back(sb);
+      out.append(a[i], b[i]);
     }
   }
   progress.finish();
-  entry.examples = src.size();
+  out.close();
+  entry.examples = out.pairs();
   if (entry.examples == 0) throw DataError(s.src_path + ": no usable sentence pairs");
 }
 
-// Writes a split's shards into `dir` (contiguous, near-equal ranges keep the original order
-// across shards) and records them in `entry`; returns their file names.
+// Writes a split's shards into `dir` from its encoded pairs (contiguous, near-equal ranges keep
+// the original order across shards; one shard in memory at a time) and records them in
+// `entry`; returns their file names.
 std::vector<std::string> write_split_shards(const DataConfig& cfg, const RawSplit& s, const Manifest& m,
-                                            const FlatIds& src, const FlatIds& tgt, const fs::path& dir,
+                                            const std::string& pairs_path, const fs::path& dir,
                                             base::SignalDeferral& interrupts, SplitEntry& entry) {
   std::vector<std::string> files;
+  EncodedPairsReader pairs(pairs_path);
   const int64_t n_shards = std::min<int64_t>(s.name == cfg.train_split ? cfg.num_shards : 1, entry.examples);
   for (int64_t k = 0; k < n_shards; ++k) {
     const int64_t lo = entry.examples * k / n_shards, hi = entry.examples * (k + 1) / n_shards;
     FlatIds s_part, t_part;
-    for (int64_t i = lo; i < hi; ++i) {
-      s_part.tokens.insert(s_part.tokens.end(), src.tokens.begin() + src.offsets[i], src.tokens.begin() + src.offsets[i + 1]);
-      s_part.offsets.push_back(static_cast<int64_t>(s_part.tokens.size()));
-      t_part.tokens.insert(t_part.tokens.end(), tgt.tokens.begin() + tgt.offsets[i], tgt.tokens.begin() + tgt.offsets[i + 1]);
-      t_part.offsets.push_back(static_cast<int64_t>(t_part.tokens.size()));
-    }
+    pairs.read(hi - lo, s_part, t_part);
     interrupts.throw_if_pending("preprocess " + s.name);
     const std::string file = shard_file_name(s.name, k, n_shards);
     const std::string path = (dir / file).string();
@@ -284,10 +291,14 @@ std::vector<std::string> write_all(const DataConfig& cfg, const std::vector<RawS
   std::vector<std::string> outputs;
   write_file_bytes((tmp / kSpmModelName).string(), proto);
   for (const RawSplit& s : splits) {
-    FlatIds src, tgt;
     SplitEntry entry;
-    encode_split(cfg, s, sp, interrupts, log, src, tgt, entry);
-    const std::vector<std::string> files = write_split_shards(cfg, s, m, src, tgt, tmp, interrupts, entry);
+    const std::string pairs_path = (tmp / (s.name + ".encoded-pairs")).string();
+    {
+      EncodedPairsWriter pairs(pairs_path);
+      encode_split(cfg, s, sp, interrupts, log, pairs, entry);
+    }
+    const std::vector<std::string> files = write_split_shards(cfg, s, m, pairs_path, tmp, interrupts, entry);
+    fs::remove(pairs_path);
     outputs.insert(outputs.end(), files.begin(), files.end());
     std::fprintf(log, "preprocess: %s: %lld pairs in %lld shard(s); skipped %lld with an empty side, %lld longer than max_len %lld\n",
                  s.name.c_str(), static_cast<long long>(entry.examples), static_cast<long long>(files.size()),
@@ -301,14 +312,25 @@ std::vector<std::string> write_all(const DataConfig& cfg, const std::vector<RawS
   return outputs;
 }
 
+// Scans every split (line counts checked; the training split's SentencePiece sample drawn, in
+// one streaming pass) and returns the vocabulary: the given model, or one trained on it.
+std::string scan_and_get_vocabulary(const DataConfig& cfg, std::vector<RawSplit>& splits, std::FILE* log) {
+  constexpr uint64_t kSampleSeed = 1;  // fixed: the same corpus gives the same vocabulary
+  const bool train_spm = cfg.spm_model.empty();
+  LineSample sample(static_cast<uint64_t>(cfg.spm_sample_lines), kSampleSeed);
+  for (RawSplit& s : splits) scan_split(s, train_spm && s.name == cfg.train_split ? &sample : nullptr);
+  if (!train_spm) return read_file_bytes(cfg.spm_model);
+  const uint64_t offered = sample.offered();
+  return train_sentencepiece(cfg, training_split(cfg, splits), sample.take_in_stream_order(), offered, log);
+}
+
 }  // namespace
 
 Manifest preprocess(const DataConfig& cfg, std::FILE* log) {
-  // 1. Read and check every split before writing anything.
-  const std::vector<RawSplit> splits = read_raw_splits(cfg);
-  const RawSplit& train = training_split(cfg, splits);
-  // 2. The vocabulary: reuse a given model or train a joint one.
-  const std::string proto = cfg.spm_model.empty() ? train_sentencepiece(cfg, train, log) : read_file_bytes(cfg.spm_model);
+  // 1. Find and scan every split before writing anything; 2. the vocabulary: reuse a given
+  // model or train a joint one on the training split's sample.
+  std::vector<RawSplit> splits = find_raw_splits(cfg);
+  const std::string proto = scan_and_get_vocabulary(cfg, splits, log);
   sentencepiece::SentencePieceProcessor sp;
   Manifest m = vocabulary_manifest(cfg, proto, sp);
 

@@ -3,7 +3,6 @@
 #include <zlib.h>
 
 #include <filesystem>
-#include <memory>
 #include <set>
 
 #include "data/data_error.h"
@@ -12,32 +11,55 @@ namespace fs = std::filesystem;
 
 namespace nmt::data {
 
-std::vector<std::string> read_lines(const std::string& path) {
-  std::unique_ptr<gzFile_s, int (*)(gzFile)> f(gzopen(path.c_str(), "rb"), &gzclose);
-  if (!f) throw DataError(path + ": cannot open");
-  std::vector<std::string> lines;
-  std::string line;
+LineReader::LineReader(const std::string& path) : path_(path), file_(gzopen(path.c_str(), "rb")) {
+  if (!file_) throw DataError(path + ": cannot open");
+  gzbuffer(file_, 1 << 17);
+}
+
+LineReader::~LineReader() {
+  if (file_) gzclose(file_);
+}
+
+bool LineReader::next(std::string& line) {
+  line.clear();
+  if (at_end_) return false;
   char buf[1 << 14];
   for (;;) {
-    char* got = gzgets(f.get(), buf, sizeof(buf));
+    const char* got = gzgets(file_, buf, sizeof(buf));
     if (!got) break;
     line.append(got);
-    if (!line.empty() && line.back() == '\n') {
+    if (line.back() == '\n') {
       line.pop_back();
       if (!line.empty() && line.back() == '\r') line.pop_back();
-      lines.push_back(std::move(line));
-      line.clear();
+      ++lines_read_;
+      return true;
     }
   }
   int err = 0;
-  const char* msg = gzerror(f.get(), &err);
+  const char* msg = gzerror(file_, &err);
   if (err != Z_OK && err != Z_STREAM_END)
-    throw DataError(path + ": read error after line " + std::to_string(lines.size()) + ": " + msg);
-  if (!line.empty()) {  // last line without a newline
-    if (line.back() == '\r') line.pop_back();
-    lines.push_back(std::move(line));
-  }
+    throw DataError(path_ + ": read error after line " + std::to_string(lines_read_) + ": " + msg);
+  at_end_ = true;
+  if (line.empty()) return false;
+  if (line.back() == '\r') line.pop_back();  // last line without a newline
+  ++lines_read_;
+  return true;
+}
+
+std::vector<std::string> read_lines(const std::string& path) {
+  LineReader reader(path);
+  std::vector<std::string> lines;
+  std::string line;
+  while (reader.next(line)) lines.push_back(line);
   return lines;
+}
+
+int64_t count_lines(const std::string& path) {
+  LineReader reader(path);
+  std::string line;
+  while (reader.next(line)) {
+  }
+  return reader.lines_read();
 }
 
 std::string find_split_file(const std::string& dir, const std::string& split, const std::string& lang) {

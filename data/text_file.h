@@ -1,13 +1,42 @@
 #pragma once
 // Line-oriented text input, plain or gzip-compressed (zlib reads both transparently).
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+struct gzFile_s;
+
 namespace nmt::data {
 
-// All lines of `path` without their line terminators ("\n" or "\r\n").
-// Throws DataError naming the file when it cannot be opened or read.
+// Reads `path` one line at a time, so that a corpus of any size is read in constant memory.
+// Lines come without their terminators ("\n" or "\r\n"); a last line without a newline counts.
+class LineReader {
+ public:
+  // Throws DataError naming the file when it cannot be opened.
+  explicit LineReader(const std::string& path);
+  ~LineReader();
+  LineReader(const LineReader&) = delete;
+  LineReader& operator=(const LineReader&) = delete;
+
+  // The next line into `line`; false at the end. Throws DataError naming the file and the
+  // line number on a read error (a truncated or corrupt gzip stream included).
+  bool next(std::string& line);
+  const std::string& path() const { return path_; }
+  int64_t lines_read() const { return lines_read_; }
+
+ private:
+  std::string path_;
+  gzFile_s* file_ = nullptr;
+  int64_t lines_read_ = 0;
+  bool at_end_ = false;
+};
+
+// All lines of `path` (LineReader's rules). Throws DataError naming the file.
 std::vector<std::string> read_lines(const std::string& path);
+
+// The number of lines of `path`, read through once (LineReader's rules).
+int64_t count_lines(const std::string& path);
 
 // `{dir}/{split}.{lang}` if it exists, else `{dir}/{split}.{lang}.gz`, else "".
 std::string find_split_file(const std::string& dir, const std::string& split, const std::string& lang);

@@ -24,6 +24,17 @@ for args in "abc" "16 0" "16 2 -5" "1 2 3 4"; do
 done
 grep -q "MILLISECONDS must be a positive integer, got '-5'" <<<"$("$gemm" 16 2 -5 2>&1)" || fail "gemm: MILLISECONDS not named"
 root=$(cd "$(dirname "$0")/.." && pwd)
+# bench/data_scale: sizes, directories and the distinct pairs a raw corpus can give, before any work.
+scratch=$(mktemp -d); trap 'rm -rf "$scratch"' EXIT
+printf 'a\nb\nc\n' > "$scratch/train.de"
+for args in "--sizes abc|--sizes 'abc': expected comma-separated pair counts" "--sizes 0|--sizes and --shard-pairs must be positive" \
+            "--build $scratch/none|$scratch/none/data/preprocess: not built" "--raw-dir $scratch/none|--raw-dir $scratch/none: no such directory" \
+            "--raw-dir $scratch --sizes 7|--sizes 7: at most 6 distinct pairs from 3 training pairs"; do
+  # shellcheck disable=SC2086
+  err=$(python3 "$root/bench/data_scale" --build "$1" --work "$scratch/work" ${args%%|*} 2>&1); rc=$?
+  [ "$rc" = 2 ] && grep -qF "data_scale: error: ${args#*|}" <<<"$err" || fail "data_scale ${args%%|*}: exit $rc: $err"
+done
+[ ! -e "$scratch/work/7" ] || fail "data_scale --sizes 7 wrote a corpus"
 err=$(bash "$root/bench/compare" --compile fast 2>&1); rc=$?
 [ "$rc" = 2 ] && grep -qF "bench/compare: --compile: unknown mode 'fast'" <<<"$err" || fail "compare --compile fast: exit $rc: $err"
 err=$(bash "$root/bench/compare" --compile 2>&1); rc=$?

@@ -1,11 +1,16 @@
 // preprocess: policies, byte identity, reuse of a model, and no damage on bad input.
+#include <sentencepiece_processor.h>
 #include <zlib.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <random>
 
 #include "data/data_error.h"
 #include "data/preprocess.h"
+#include "data/shard_format.h"
+#include "data/shard_io.h"
+#include "data/text_file.h"
 #include "data/sharded_corpus.h"
 #include "tests/test_util.h"
 
@@ -153,6 +158,78 @@ TEST(Preprocess, ShardsAreTheSameForAnyNumberOfWorkers) {
     EXPECT_EQ(read_text(one.file(f)), read_text(three.file(f))) << f;
     EXPECT_EQ(read_text(one.file(f)), read_text(seven.file(f))) << f;
   }
+}
+
+// The raw text is streamed in blocks of 8,192 lines and the shards are written from a spill of
+// encoded pairs: over a corpus of several blocks whose shard boundaries fall inside blocks,
+// every kept example must hold exactly SentencePiece's own encoding of its line (the model
+// preprocess wrote, loaded independently), in corpus order, and gzip must give what plain
+// text gives.
+TEST(Preprocess, StreamedShardsHoldEachLinesOwnEncodingAcrossBlocks) {
+  TempDir raw, plain_out, gz_out, raw_gz;
+  const std::string src = sentences(20000, 11, 30), tgt = sentences(20000, 12, 30);
+  write_text(raw.file("train.de"), src);
+  write_text(raw.file("train.en"), tgt);
+  write_text(raw.file("val.de"), sentences(5, 13));
+  write_text(raw.file("val.en"), sentences(5, 14));
+  write_gz(raw_gz.file("train.de.gz"), src);
+  write_gz(raw_gz.file("train.en.gz"), tgt);
+  write_gz(raw_gz.file("val.de.gz"), sentences(5, 13));
+  write_gz(raw_gz.file("val.en.gz"), sentences(5, 14));
+  DataConfig c;
+  c.raw_dir = raw.path().string();
+  c.shard_dir = plain_out.path().string();
+  c.vocab_size = 80;
+  c.num_shards = 7;
+  c.max_len = 20;  // lines of up to 30 words: the longer ones are dropped, so kept != line index
+  const Manifest m = preprocess(c, stderr);
+  c.raw_dir = raw_gz.path().string();
+  c.shard_dir = gz_out.path().string();
+  preprocess(c, stderr);
+  for (const auto& f : {"manifest.json", "spm.model", "train-00003-of-00007.h5", "val-00000-of-00001.h5"})
+    EXPECT_EQ(read_text(plain_out.file(f)), read_text(gz_out.file(f))) << f;
+
+  sentencepiece::SentencePieceProcessor sp;
+  ASSERT_TRUE(sp.Load(plain_out.file("spm.model")).ok());
+  const std::vector<std::string> src_lines = read_lines(raw.file("train.de")), tgt_lines = read_lines(raw.file("train.en"));
+  std::vector<std::vector<int>> expected_src, expected_tgt;
+  for (size_t i = 0; i < src_lines.size(); ++i) {
+    std::vector<int> a, b;
+    ASSERT_TRUE(sp.Encode(src_lines[i], &a).ok());
+    ASSERT_TRUE(sp.Encode(tgt_lines[i], &b).ok());
+    if (a.size() > 20 || b.size() > 20) continue;
+    expected_src.push_back(a);
+    expected_tgt.push_back(b);
+  }
+  ASSERT_GT(m.splits.at("train").skipped_too_long, 0);
+  ASSERT_EQ(m.splits.at("train").examples, static_cast<int64_t>(expected_src.size()));
+  size_t next = 0;
+  for (int k = 0; k < 7; ++k) {
+    ShardReader shard(plain_out.file(shard_file_name("train", k, 7)));
+    for (int64_t i = 0; i < shard.header().num_examples; ++i, ++next) {
+      std::vector<int32_t> a, b;
+      shard.read_example(i, &a, &b);
+      ASSERT_EQ(std::vector<int>(a.begin(), a.end()), expected_src[next]) << "shard " << k << " example " << i;
+      ASSERT_EQ(std::vector<int>(b.begin(), b.end()), expected_tgt[next]) << "shard " << k << " example " << i;
+    }
+  }
+  EXPECT_EQ(next, expected_src.size());
+}
+
+// A gzip file cut short is an error naming the file and the last whole line read, and nothing
+// is published.
+TEST(Preprocess, TruncatedGzipIsAnErrorNamingTheFile) {
+  RawCorpus raw;
+  TempDir out;
+  const std::string gz = read_text(raw.dir.file("train.en.gz"));
+  write_text(raw.dir.file("train.en.gz"), gz.substr(0, gz.size() / 2));
+  try {
+    preprocess(raw.config(out.path().string()), stderr);
+    FAIL() << "a truncated gzip file was accepted";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("train.en.gz: read error after line"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(out.file("manifest.json")));
 }
 
 TEST(Preprocess, MismatchedLineCountsAreAnErrorAndDamageNothing) {

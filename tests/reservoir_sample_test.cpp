@@ -5,6 +5,7 @@
 
 #include <numeric>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "data/reservoir_sample.h"
@@ -44,6 +45,19 @@ TEST(ReservoirSample, EachItemIsKeptWithProbabilityCapacityOverN) {
     for (uint64_t i : sample(n, k, seed)) ++kept[i];
   // Binomial(30000, 0.25): standard deviation 75, so 6 of them is 450.
   for (uint64_t i = 0; i < n; ++i) EXPECT_NEAR(kept[i], trials * k / n, 450) << "item " << i;
+}
+
+// LineSample keeps the lines themselves: exactly those at ReservoirSample's indices for the same
+// seed and stream, in stream order, whether under or over capacity.
+TEST(LineSample, KeepsTheLinesAtTheSampledIndicesInStreamOrder) {
+  for (uint64_t n : {5u, 40u, 1000u}) {
+    LineSample lines(25, 7);
+    for (uint64_t i = 0; i < n; ++i) lines.offer("line " + std::to_string(i));
+    EXPECT_EQ(lines.offered(), n);
+    std::vector<std::string> expected;
+    for (uint64_t i : sample(n, 25, 7)) expected.push_back("line " + std::to_string(i));
+    EXPECT_EQ(lines.take_in_stream_order(), expected) << n << " lines offered";
+  }
 }
 
 }  // namespace
