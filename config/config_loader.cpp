@@ -118,6 +118,45 @@ Field make_choice_field(std::string key, Get get, Choice<E> choice) {
 }
 
 constexpr double kInf = 1e300;
+constexpr const char* kCorporaType = "mapping of corpus name to weight";
+
+// data.train_corpora: a YAML mapping {name: weight}. Printed as a flow mapping, which reads back.
+Field make_corpora_field() {
+  Field f;
+  f.key = "data.train_corpora";
+  f.type = kCorporaType;
+  f.set = [](Config& c, const YAML::Node& n) {
+    if (n.IsNull()) {
+      c.data.train_corpora.clear();
+      return;
+    }
+    if (!n.IsMap()) throw YAML::TypedBadConversion<std::map<std::string, double>>(n.Mark());
+    std::map<std::string, double> corpora;
+    for (const auto& kv : n) {
+      if (!kv.second.IsScalar()) throw YAML::TypedBadConversion<double>(kv.second.Mark());
+      corpora[kv.first.as<std::string>()] = kv.second.as<double>();
+    }
+    c.data.train_corpora = std::move(corpora);
+  };
+  f.text = [](const Config& c) {
+    std::string out;
+    for (const auto& [name, weight] : c.data.train_corpora)
+      out += (out.empty() ? "" : ", ") + name + ": " + scalar_text(weight);
+    return "{" + out + "}";
+  };
+  f.problem = [](const Config& c) -> std::string {
+    for (const auto& [name, weight] : c.data.train_corpora) {
+      if (name.empty() || name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") !=
+                              std::string::npos)
+        return fmt::format("corpus name '{}' must be a raw file prefix of letters, digits, '_', '.' or '-'", name);
+      if (!(weight > 0 && weight < kInf)) return fmt::format("corpus '{}' needs a positive weight, got {}", name, weight);
+      if (name == c.data.valid_split || name == c.data.test_split)
+        return fmt::format("corpus '{}' is also data.valid_split or data.test_split", name);
+    }
+    return "";
+  };
+  return f;
+}
 
 #define NMT_FIELD(section, name, rule) \
   make_field<decltype(Config{}.section.name)>(#section "." #name, [](Config& c) -> auto& { return c.section.name; }, rule)
@@ -132,6 +171,7 @@ const std::vector<Field>& fields() {
       NMT_FIELD(data, src_lang, Any{}),
       NMT_FIELD(data, tgt_lang, Any{}),
       NMT_FIELD(data, train_split, Any{}),
+      make_corpora_field(),
       NMT_FIELD(data, valid_split, Any{}),
       NMT_FIELD(data, test_split, Any{}),
       NMT_FIELD(data, spm_model, Any{}),
@@ -408,6 +448,10 @@ std::string to_yaml(const Config& cfg) {
       section = sec;
     }
     YAML::Emitter e;
+    if (f.type == kCorporaType) {
+      out += "  " + name + ": " + f.text(cfg) + "\n";  // a flow mapping of plain names and numbers
+      continue;
+    }
     if (f.type == "string") e << YAML::DoubleQuoted << f.text(cfg);
     else e << f.text(cfg);
     out += "  " + name + ": " + e.c_str() + "\n";

@@ -76,6 +76,86 @@ BatchPlanner::BatchPlanner(const std::vector<int32_t>& src_len, const std::vecto
   state_.slots_per_update = options.slots();
 }
 
+BatchPlanner::BatchPlanner(const std::vector<int32_t>& src_len, const std::vector<int32_t>& tgt_len,
+                           PlanOptions options, const std::vector<CorpusSpan>& corpora)
+    : options_(options) {
+  if (options.world_size < 1 || options.update_freq < 1) throw DataError("planner: world_size and update_freq must be >= 1");
+  state_.slots_per_update = options.slots();
+  double total_weight = 0;
+  for (size_t c = 0; c < corpora.size(); ++c) {
+    const CorpusSpan& span = corpora[c];
+    if (span.begin < 0 || span.end > static_cast<int64_t>(src_len.size()) || span.begin >= span.end)
+      throw DataError("planner: training corpus " + std::to_string(c) + " has no examples");
+    if (!(span.weight > 0)) throw DataError("planner: training corpus " + std::to_string(c) + " needs a positive weight");
+    total_weight += span.weight;
+  }
+  if (corpora.size() <= 1) {  // one corpus: the plain plan, bit for bit
+    packed_ = pack_micro_batches(src_len, tgt_len, options.max_tokens);
+    return;
+  }
+  corpora_ = corpora;
+  for (const CorpusSpan& span : corpora) {
+    const std::vector<int32_t> s(src_len.begin() + span.begin, src_len.begin() + span.end);
+    const std::vector<int32_t> t(tgt_len.begin() + span.begin, tgt_len.begin() + span.end);
+    std::vector<MicroBatch> packed = pack_micro_batches(s, t, options.max_tokens);
+    for (MicroBatch& b : packed)
+      for (int64_t& i : b) i += span.begin;
+    packed_.insert(packed_.end(), packed.begin(), packed.end());
+    corpus_packed_.push_back(std::move(packed));
+    cumulative_weight_.push_back((cumulative_weight_.empty() ? 0.0 : cumulative_weight_.back()) + span.weight / total_weight);
+  }
+  cumulative_weight_.back() = 1.0;
+  corpus_order_.resize(corpora.size());
+  replayed_draws_.assign(corpora.size(), 0);
+}
+
+int64_t BatchPlanner::corpus_of(int64_t example) const {
+  for (size_t c = 0; c < corpora_.size(); ++c)
+    if (example < corpora_[c].end) return static_cast<int64_t>(c);
+  return corpora_.empty() ? 0 : static_cast<int64_t>(corpora_.size()) - 1;
+}
+
+// The corpus of the run's slot `slot`: a counter-keyed draw, so it needs no state.
+int64_t BatchPlanner::draw_corpus(uint64_t slot) const {
+  base::SplitMix64 rng{(options_.seed ^ 0x5851F42D4C957F2Dull) + slot * 0xD1B54A32D192ED03ull};
+  const double u = static_cast<double>(rng.next() >> 11) * 0x1.0p-53;  // uniform in [0, 1)
+  const auto it = std::upper_bound(cumulative_weight_.begin(), cumulative_weight_.end(), u);
+  return std::min<int64_t>(it - cumulative_weight_.begin(), static_cast<int64_t>(corpora_.size()) - 1);
+}
+
+// Corpus c's j-th micro-batch of the run: its epoch j / n + 1, shuffled by a seed of its own.
+const MicroBatch& BatchPlanner::corpus_micro_batch(int64_t corpus, int64_t j) const {
+  const auto& packed = corpus_packed_[static_cast<size_t>(corpus)];
+  const int64_t n = static_cast<int64_t>(packed.size());
+  const int64_t epoch = j / n + 1;
+  CorpusOrder& cached = corpus_order_[static_cast<size_t>(corpus)];
+  if (cached.epoch != epoch) {
+    const uint64_t corpus_seed = options_.seed ^ (static_cast<uint64_t>(corpus) + 1) * 0xA24BAED4963EE407ull;
+    cached.order = shuffled_order(n, corpus_seed, epoch);
+    cached.epoch = epoch;
+  }
+  return packed[static_cast<size_t>(cached.order[static_cast<size_t>(j % n)])];
+}
+
+// Update u of the mixture's epoch: replays the draws up to its first slot (from the start
+// when asked for an earlier update, as after a resume), then draws its S slots.
+std::vector<MicroBatch> BatchPlanner::mixture_slots(int64_t epoch, int64_t u) const {
+  const int64_t s = options_.slots();
+  const uint64_t first = static_cast<uint64_t>(((epoch - 1) * updates_per_epoch() + u) * s);
+  if (first < replayed_slots_) {
+    replayed_slots_ = 0;
+    std::fill(replayed_draws_.begin(), replayed_draws_.end(), 0);
+  }
+  for (; replayed_slots_ < first; ++replayed_slots_) ++replayed_draws_[static_cast<size_t>(draw_corpus(replayed_slots_))];
+  std::vector<int64_t> draws = replayed_draws_;
+  std::vector<MicroBatch> slots(s);
+  for (int64_t k = 0; k < s; ++k) {
+    const int64_t c = draw_corpus(first + static_cast<uint64_t>(k));
+    slots[k] = corpus_micro_batch(c, draws[static_cast<size_t>(c)]++);
+  }
+  return slots;
+}
+
 int64_t BatchPlanner::updates_per_epoch() const {
   const int64_t s = options_.slots();
   return (static_cast<int64_t>(packed_.size()) + s - 1) / s;
@@ -90,6 +170,7 @@ const std::vector<int64_t>& BatchPlanner::order(int64_t epoch) const {
 }
 
 std::vector<MicroBatch> BatchPlanner::update_slots(int64_t epoch, int64_t u) const {
+  if (!corpora_.empty()) return mixture_slots(epoch, u);
   const int64_t s = options_.slots();
   const auto& ord = order(epoch);
   std::vector<MicroBatch> slots(s);

@@ -11,6 +11,15 @@
 //      last update the tail slots may be empty: those ranks contribute zero tokens.
 //
 // Hence any two runs with equal S see the same micro-batches per update.
+//
+// Several training corpora (data.train_corpora; the examples of corpus c are a contiguous
+// range of indices): each is packed and shuffled on its own, per its own epochs, and slot g of
+// the run (update u's slot s is g = u x S + s, counted from the run's first update) is drawn
+// from corpus c with probability weight_c / sum of weights by a generator keyed on (seed, g)
+// alone; it takes that corpus's next micro-batch. So the mixture too is a pure function of
+// (lengths, weights, seed, max_tokens, S), and a resumed run replays the draws to where it
+// stood. An epoch of the mixture is ceil(all corpora's micro-batches / S) updates, with no
+// empty tail slots. One corpus plans exactly as above.
 #include <cstdint>
 #include <vector>
 
@@ -38,6 +47,12 @@ std::vector<int64_t> shuffled_order(int64_t n, uint64_t seed, int64_t epoch);
 double padding_fraction(const std::vector<MicroBatch>& batches, const std::vector<int32_t>& src_len,
                         const std::vector<int32_t>& tgt_len);
 
+// A training corpus: examples [begin, end) of the lengths a planner is given, and its weight.
+struct CorpusSpan {
+  int64_t begin = 0, end = 0;
+  double weight = 1.0;
+};
+
 class BatchPlanner {
  public:
   // Where the planner stands: the next update to hand out is `cursor` of `epoch`.
@@ -48,9 +63,16 @@ class BatchPlanner {
   };
 
   BatchPlanner(const std::vector<int32_t>& src_len, const std::vector<int32_t>& tgt_len, PlanOptions options);
+  // Several corpora, mixed by weight (above). Throws DataError for an empty corpus or a weight
+  // that is not positive. One span over every example plans as the constructor above.
+  BatchPlanner(const std::vector<int32_t>& src_len, const std::vector<int32_t>& tgt_len, PlanOptions options,
+               const std::vector<CorpusSpan>& corpora);
 
   const PlanOptions& options() const { return options_; }
-  const std::vector<MicroBatch>& micro_batches() const { return packed_; }
+  const std::vector<MicroBatch>& micro_batches() const { return packed_; }  // every corpus's
+  const std::vector<CorpusSpan>& corpora() const { return corpora_; }
+  // The corpus (index into corpora()) that example `i` belongs to.
+  int64_t corpus_of(int64_t example) const;
   int64_t updates_per_epoch() const;
   // Every slot of update `u` of `epoch`, in slot order; empty micro-batches in the tail.
   std::vector<MicroBatch> update_slots(int64_t epoch, int64_t u) const;
@@ -67,12 +89,28 @@ class BatchPlanner {
 
  private:
   const std::vector<int64_t>& order(int64_t epoch) const;
+  std::vector<MicroBatch> mixture_slots(int64_t epoch, int64_t u) const;
+  int64_t draw_corpus(uint64_t slot) const;
+  const MicroBatch& corpus_micro_batch(int64_t corpus, int64_t j) const;
 
   PlanOptions options_;
   std::vector<MicroBatch> packed_;
   State state_;
   mutable int64_t cached_epoch_ = -1;
   mutable std::vector<int64_t> cached_order_;
+
+  // The mixture (more than one corpus).
+  std::vector<CorpusSpan> corpora_;
+  std::vector<double> cumulative_weight_;              // normalised, last = 1
+  std::vector<std::vector<MicroBatch>> corpus_packed_;  // per corpus, global example indices
+  struct CorpusOrder {
+    int64_t epoch = -1;
+    std::vector<int64_t> order;
+  };
+  mutable std::vector<CorpusOrder> corpus_order_;
+  // Draws replayed so far: how many of slots [0, replayed_slots_) each corpus got.
+  mutable uint64_t replayed_slots_ = 0;
+  mutable std::vector<int64_t> replayed_draws_;
 };
 
 }  // namespace nmt::data

@@ -2,7 +2,10 @@
 // Plain configuration of the data layer (no YAML here: config/config_loader.cpp reads and
 // validates it, with the rest of the configuration).
 #include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace nmt::data {
 
@@ -12,6 +15,11 @@ struct DataConfig {
   std::string src_lang = "de";                        // source language suffix of the raw files
   std::string tgt_lang = "en";                        // target language suffix of the raw files
   std::string train_split = "train";                  // raw file prefix of the training split
+  // Several training corpora instead of train_split: raw prefix -> weight. Each is preprocessed
+  // into its own shards (the vocabulary is sampled from all of them), and the trainer draws
+  // each micro-batch from a corpus with probability weight / sum of weights, by seed
+  // (data/batch_planner.h). Empty: train_split alone, as before the key existed.
+  std::map<std::string, double> train_corpora;
   std::string valid_split = "val";                    // raw file prefix used for validation
   std::string test_split = "test_2016_flickr";        // raw file prefix evaluated by default
   std::string spm_model = "";          // reuse this SentencePiece model instead of training one
@@ -32,5 +40,16 @@ struct DataConfig {
   int64_t max_len = 250;               // drop training pairs with a side longer than this (pieces)
   int64_t max_tokens = 4096;           // padded tokens per micro-batch (sentences x longest side)
 };
+
+// The training corpora and their weights, by name: data.train_corpora, or data.train_split
+// with weight 1 when that is empty.
+inline std::vector<std::pair<std::string, double>> training_corpora(const DataConfig& cfg) {
+  if (cfg.train_corpora.empty()) return {{cfg.train_split, 1.0}};
+  return {cfg.train_corpora.begin(), cfg.train_corpora.end()};
+}
+
+inline bool is_training_corpus(const DataConfig& cfg, const std::string& split) {
+  return cfg.train_corpora.empty() ? split == cfg.train_split : cfg.train_corpora.count(split) > 0;
+}
 
 }  // namespace nmt::data

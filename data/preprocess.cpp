@@ -88,11 +88,13 @@ void write_file_bytes(const std::string& path, const std::string& bytes) {
 
 // `lines`: what SentencePiece trains on (all the training split's non-empty lines, or a seeded
 // sample of data.spm_sample_lines of them); `offered`: how many there were in all.
-std::string train_sentencepiece(const DataConfig& cfg, const RawSplit& train, std::vector<std::string> lines,
-                                uint64_t offered, std::FILE* log) {
+std::string train_sentencepiece(const DataConfig& cfg, const std::vector<RawSplit*>& corpora,
+                                std::vector<std::string> lines, uint64_t offered, std::FILE* log) {
+  int64_t total = 0;
+  for (const RawSplit* c : corpora) total += c->lines;
   std::fprintf(log, "preprocess: training a joint %s SentencePiece model, vocab_size %lld, on %lld + %lld lines",
-               cfg.spm_model_type.c_str(), static_cast<long long>(cfg.vocab_size), static_cast<long long>(train.lines),
-               static_cast<long long>(train.lines));
+               cfg.spm_model_type.c_str(), static_cast<long long>(cfg.vocab_size), static_cast<long long>(total),
+               static_cast<long long>(total));
   if (lines.size() < offered)
     std::fprintf(log, ": a seeded sample of %zu of their %llu non-empty lines (data.spm_sample_lines)", lines.size(),
                  static_cast<unsigned long long>(offered));
@@ -114,7 +116,7 @@ std::string train_sentencepiece(const DataConfig& cfg, const RawSplit& train, st
   std::string proto;
   const auto status = sentencepiece::SentencePieceTrainer::Train(args, &it, &proto);
   if (!status.ok())
-    throw DataError(train.src_path + ": SentencePiece training failed: " + status.ToString() +
+    throw DataError(corpora.front()->src_path + ": SentencePiece training failed: " + status.ToString() +
                     " (data.vocab_size / data.spm_model_type)");
   return proto;
 }
@@ -126,13 +128,22 @@ std::vector<int> encode(const sentencepiece::SentencePieceProcessor& sp, const s
   return ids;
 }
 
+// The key that names the training data, with its value, for messages.
+std::string training_key(const DataConfig& cfg) {
+  if (cfg.train_corpora.empty()) return "data.train_split = '" + cfg.train_split + "'";
+  std::string names;
+  for (const auto& [corpus, weight] : cfg.train_corpora) names += (names.empty() ? "" : ", ") + corpus;
+  return "data.train_corpora = {" + names + "}";
+}
+
 // Every split present in one language must be present in the other, and the training and
 // validation splits must be there: a half-present split is an error, not a skip.
 std::vector<RawSplit> find_raw_splits(const DataConfig& cfg) {
   std::vector<std::string> names = list_splits(cfg.raw_dir, cfg.src_lang, cfg.tgt_lang);
-  std::vector<std::string> missing;
-  for (const std::string& required : {cfg.train_split, cfg.valid_split})
-    if (std::find(names.begin(), names.end(), required) == names.end()) names.push_back(required);
+  std::vector<std::string> missing, required{cfg.valid_split};
+  for (const auto& [corpus, weight] : training_corpora(cfg)) required.push_back(corpus);
+  for (const std::string& r : required)
+    if (std::find(names.begin(), names.end(), r) == names.end()) names.push_back(r);
   for (const std::string& name : names)
     for (const std::string& lang : {cfg.src_lang, cfg.tgt_lang})
       if (find_split_file(cfg.raw_dir, name, lang).empty())
@@ -141,8 +152,8 @@ std::vector<RawSplit> find_raw_splits(const DataConfig& cfg) {
     std::string list;
     for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;
     throw DataError("missing raw files: " + list + " (data.raw_dir = '" + cfg.raw_dir + "', data.src_lang = '" +
-                    cfg.src_lang + "', data.tgt_lang = '" + cfg.tgt_lang + "', data.train_split = '" +
-                    cfg.train_split + "', data.valid_split = '" + cfg.valid_split + "')");
+                    cfg.src_lang + "', data.tgt_lang = '" + cfg.tgt_lang + "', " + training_key(cfg) +
+                    ", data.valid_split = '" + cfg.valid_split + "')");
   }
   std::vector<RawSplit> splits;
   for (const std::string& name : names)
@@ -150,11 +161,13 @@ std::vector<RawSplit> find_raw_splits(const DataConfig& cfg) {
   return splits;
 }
 
-const RawSplit& training_split(const DataConfig& cfg, const std::vector<RawSplit>& splits) {
-  for (const auto& s : splits)
-    if (s.name == cfg.train_split) return s;
-  throw DataError(cfg.raw_dir + ": no training split '" + cfg.train_split + "." + cfg.src_lang + "' with '" +
-                  cfg.train_split + "." + cfg.tgt_lang + "' (data.raw_dir, data.train_split)");
+// The training corpora's raw splits, in data.train_corpora's (name) order.
+std::vector<RawSplit*> training_splits(const DataConfig& cfg, std::vector<RawSplit>& splits) {
+  std::vector<RawSplit*> out;
+  for (const auto& [corpus, weight] : training_corpora(cfg))
+    for (auto& s : splits)
+      if (s.name == corpus) out.push_back(&s);
+  return out;
 }
 
 // The manifest's vocabulary fields, from the SentencePiece model `proto` (loaded into `sp`).
@@ -229,7 +242,7 @@ void read_block(LineReader& src_in, LineReader& tgt_in, size_t max, std::vector<
 void encode_split(const DataConfig& cfg, const RawSplit& s, const sentencepiece::SentencePieceProcessor& sp,
                   base::SignalDeferral& interrupts, std::FILE* log, EncodedPairsWriter& out, SplitEntry& entry) {
   constexpr size_t kBlock = 8192;  // lines per block: progress and interrupts are checked between blocks
-  const bool is_train = s.name == cfg.train_split;
+  const bool is_train = is_training_corpus(cfg, s.name);
   const int workers = worker_count(cfg);
   entry.raw_lines = s.lines;
   base::Progress progress("preprocess " + s.name, entry.raw_lines, log);
@@ -268,7 +281,7 @@ std::vector<std::string> write_split_shards(const DataConfig& cfg, const RawSpli
                                             base::SignalDeferral& interrupts, SplitEntry& entry) {
   std::vector<std::string> files;
   EncodedPairsReader pairs(pairs_path);
-  const int64_t n_shards = std::min<int64_t>(s.name == cfg.train_split ? cfg.num_shards : 1, entry.examples);
+  const int64_t n_shards = std::min<int64_t>(is_training_corpus(cfg, s.name) ? cfg.num_shards : 1, entry.examples);
   for (int64_t k = 0; k < n_shards; ++k) {
     const int64_t lo = entry.examples * k / n_shards, hi = entry.examples * (k + 1) / n_shards;
     FlatIds s_part, t_part;
@@ -318,10 +331,15 @@ std::string scan_and_get_vocabulary(const DataConfig& cfg, std::vector<RawSplit>
   constexpr uint64_t kSampleSeed = 1;  // fixed: the same corpus gives the same vocabulary
   const bool train_spm = cfg.spm_model.empty();
   LineSample sample(static_cast<uint64_t>(cfg.spm_sample_lines), kSampleSeed);
-  for (RawSplit& s : splits) scan_split(s, train_spm && s.name == cfg.train_split ? &sample : nullptr);
+  // Unsampled splits first, then the training corpora in name order: the sample's stream is
+  // corpus by corpus, each source side then target side.
+  for (RawSplit& s : splits)
+    if (!is_training_corpus(cfg, s.name)) scan_split(s, nullptr);
+  const std::vector<RawSplit*> corpora = training_splits(cfg, splits);
+  for (RawSplit* c : corpora) scan_split(*c, train_spm ? &sample : nullptr);
   if (!train_spm) return read_file_bytes(cfg.spm_model);
   const uint64_t offered = sample.offered();
-  return train_sentencepiece(cfg, training_split(cfg, splits), sample.take_in_stream_order(), offered, log);
+  return train_sentencepiece(cfg, corpora, sample.take_in_stream_order(), offered, log);
 }
 
 }  // namespace

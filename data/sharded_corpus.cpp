@@ -11,18 +11,24 @@ namespace fs = std::filesystem;
 namespace nmt::data {
 
 ShardedCorpus::ShardedCorpus(const std::string& shard_dir, const std::string& split)
-    : dir_(shard_dir), split_(split), manifest_(Manifest::load(shard_dir)) {
-  const std::string manifest_path = (fs::path(dir_) / kManifestName).string();
-  auto it = manifest_.splits.find(split);
-  if (it == manifest_.splits.end())
-    throw DataError(manifest_path + ": no split '" + split + "' (field 'splits')");
+    : ShardedCorpus(shard_dir, std::vector<std::string>{split}) {}
+
+ShardedCorpus::ShardedCorpus(const std::string& shard_dir, const std::vector<std::string>& splits)
+    : dir_(shard_dir), manifest_(Manifest::load(shard_dir)) {
   const std::string spm_path = (fs::path(dir_) / manifest_.spm_model).string();
   if (!fs::exists(spm_path)) throw DataError(spm_path + ": SentencePiece model named by the manifest is missing");
   if (base::sha256_file(spm_path) != manifest_.spm_sha256)
     throw DataError(spm_path + ": checksum differs from the manifest's field 'spm_sha256'");
-
-  const SplitEntry& entry = it->second;
   shard_begin_.push_back(0);
+  for (const std::string& split : splits) open_split(split);
+}
+
+void ShardedCorpus::open_split(const std::string& split) {
+  const std::string manifest_path = (fs::path(dir_) / kManifestName).string();
+  auto it = manifest_.splits.find(split);
+  if (it == manifest_.splits.end())
+    throw DataError(manifest_path + ": no split '" + split + "' (field 'splits')");
+  const SplitEntry& entry = it->second;
   for (size_t k = 0; k < entry.shards.size(); ++k) {
     const ShardEntry& se = entry.shards[k];
     const std::string path = (fs::path(dir_) / se.file).string();
@@ -55,6 +61,14 @@ ShardedCorpus::ShardedCorpus(const std::string& shard_dir, const std::string& sp
     shard_begin_.push_back(shard_begin_.back() + h.num_examples);
     shards_.push_back(std::move(r));
   }
+  splits_.push_back(split);
+  split_begin_.push_back(shard_begin_.back());
+}
+
+std::string ShardedCorpus::split() const {
+  std::string names;
+  for (const std::string& s : splits_) names += (names.empty() ? "" : "+") + s;
+  return names;
 }
 
 void ShardedCorpus::read(int64_t i, std::vector<int32_t>* src, std::vector<int32_t>* tgt) {

@@ -1,6 +1,7 @@
 #pragma once
-// One split of a shard directory, as the trainer sees it: every example's lengths up
-// front (for planning), token ids read on demand (so each rank reads only its own).
+// One split of a shard directory, or several concatenated (the training corpora of
+// data.train_corpora), as the trainer sees it: every example's lengths up front (for
+// planning), token ids read on demand (so each rank reads only its own).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -16,9 +17,15 @@ class ShardedCorpus {
   // (before HDF5 opens it), and every shard's header and offsets against the manifest.
   // Throws DataError naming file and field.
   ShardedCorpus(const std::string& shard_dir, const std::string& split);
+  // The splits' examples one after another, in the order given: split k holds the global
+  // indices [split_begin()[k], split_begin()[k + 1]).
+  ShardedCorpus(const std::string& shard_dir, const std::vector<std::string>& splits);
 
   const Manifest& manifest() const { return manifest_; }
-  const std::string& split() const { return split_; }
+  const std::vector<std::string>& splits() const { return splits_; }
+  // The split's name, or the splits' names joined by "+", for messages.
+  std::string split() const;
+  const std::vector<int64_t>& split_begin() const { return split_begin_; }
   int64_t size() const { return static_cast<int64_t>(src_len_.size()); }
   // Lengths in pieces, without BOS/EOS. Index = global example index (shard order).
   const std::vector<int32_t>& src_lengths() const { return src_len_; }
@@ -30,7 +37,11 @@ class ShardedCorpus {
   int64_t token_bytes_read() const;
 
  private:
-  std::string dir_, split_;
+  void open_split(const std::string& split);
+
+  std::string dir_;
+  std::vector<std::string> splits_;
+  std::vector<int64_t> split_begin_{0};
   Manifest manifest_;
   std::vector<ShardReader> shards_;
   std::vector<int64_t> shard_begin_;  // global index of each shard's first example, plus the total

@@ -132,6 +132,16 @@ refused "data.workers -1" "config key 'data.workers' = '-1' (command line 'data.
 refused "data.spm_sample_lines 0" "config key 'data.spm_sample_lines' = '0' (command line 'data.spm_sample_lines=0'): must be >= 1" \
   "$PRE" --config c.yaml data.spm_sample_lines=0 data.shard_dir=shards_sample
 [ ! -e shards_workers ] && [ ! -e shards_sample ] || fail "a refused preprocess created its shard directory"
+# data.train_corpora: a weight that is not positive, a corpus with no raw files, and training on
+# shards made without the corpus named.
+refused "data.train_corpora weight 0" "config key 'data.train_corpora' = '{train: 0.0}' (command line 'data.train_corpora={train: 0}'): corpus 'train' needs a positive weight" \
+  "$PRE" --config c.yaml "data.train_corpora={train: 0}" data.shard_dir=shards_corpora
+refused "data.train_corpora without raw files" "missing raw files: raw/news.de[.gz], raw/news.en[.gz]" \
+  "$PRE" --config c.yaml "data.train_corpora={train: 1, news: 2}" data.shard_dir=shards_corpora
+grep -q "data.train_corpora = {news, train}" err.txt || fail "the missing corpus's message does not name data.train_corpora: $(cat err.txt)"
+[ ! -e shards_corpora/manifest.json ] || fail "a refused preprocess wrote a manifest"
+refused "train on a corpus the shards lack" "shards/manifest.json: no split 'news' (field 'splits')" \
+  "$TRAIN" --config c.yaml "data.train_corpora={train: 1, news: 2}" train.save_dir=run_corpora
 # bf16 decoding where the CPU (here: oneDNN capped below bf16) cannot: refused at start by name.
 refused "evaluate train.precision=bf16 without bf16" "train.precision=bf16 is unavailable here: " \
   env DNNL_MAX_CPU_ISA=AVX512_CORE_VNNI "$EVAL" --config c.yaml --checkpoint run/last.pt --output hyp.txt train.precision=bf16

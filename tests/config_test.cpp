@@ -1,4 +1,8 @@
 // Configuration: every error class names key, value, file and line; --print-config round trip.
+#include <map>
+#include <utility>
+#include <vector>
+
 #include "tests/test_util.h"
 #include "config/config_error.h"
 #include "config/config_loader.h"
@@ -118,6 +122,35 @@ TEST(Config, PrintConfigRoundTrips) {
   // Every key is printed.
   for (const std::string& key : config_keys())
     EXPECT_NE(yaml.find("  " + key.substr(key.find('.') + 1) + ":"), std::string::npos) << key;
+}
+
+// data.train_corpora: a mapping of corpus name to weight, from YAML or an override, printed as a
+// flow mapping that reads back; bad names, weights and shapes are refused by key and value.
+TEST(Config, TrainCorporaMapping) {
+  Config cfg = load_config_text("data:\n  train_corpora: {europarl: 1, crawl: 0.25}\n", "x.yaml");
+  const std::map<std::string, double> want{{"crawl", 0.25}, {"europarl", 1.0}};
+  EXPECT_EQ(cfg.data.train_corpora, want);
+  EXPECT_NO_THROW(validate(cfg, Needs::kNothing));
+  const std::string yaml = to_yaml(cfg);
+  EXPECT_NE(yaml.find("  train_corpora: {crawl: 0.25, europarl: 1.0}\n"), std::string::npos) << yaml;
+  EXPECT_EQ(load_config_text(yaml, "printed.yaml").data.train_corpora, want);
+  EXPECT_TRUE(load_config_text("", "x.yaml").data.train_corpora.empty());
+  EXPECT_EQ(load_config_text("", "x.yaml", {"data.train_corpora={news: 2}"}).data.train_corpora,
+            (std::map<std::string, double>{{"news", 2.0}}));
+  EXPECT_THROW_WITH(load_config_text("data:\n  train_corpora: [a, b]\n", "x.yaml"), ConfigError, "data.train_corpora",
+                    "a list", "expected a mapping of corpus name to weight", "x.yaml:2");
+  EXPECT_THROW_WITH(load_config_text("data:\n  train_corpora: {a: heavy}\n", "x.yaml"), ConfigError,
+                    "data.train_corpora", "expected a mapping of corpus name to weight");
+  for (const auto& [value, why] : std::vector<std::pair<std::string, std::string>>{
+           {"{a: 0}", "corpus 'a' needs a positive weight, got 0"},
+           {"{a: -1}", "corpus 'a' needs a positive weight, got -1"},
+           {"{a: .nan}", "corpus 'a' needs a positive weight, got nan"},
+           {"{a/b: 1}", "corpus name 'a/b' must be a raw file prefix"},
+           {"{val: 1}", "corpus 'val' is also data.valid_split or data.test_split"}}) {
+    const Config bad = load_config_text("", "x.yaml", {"data.train_corpora=" + value});
+    EXPECT_THROW_WITH(validate(bad, Needs::kNothing), ConfigError, "data.train_corpora", why,
+                      "command line 'data.train_corpora=" + value + "'");
+  }
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Batch planner: the "Batches and ranks" contract of docs/ARCHITECTURE.md as properties.
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -111,6 +112,101 @@ TEST(Planner, RestoreStateContinuesIdentically) {
   }
   BatchPlanner other(l.src, l.tgt, {80, 2, 1, 2});
   EXPECT_THROW_WITH(other.restore(a.state()), DataError, "world_size x update_freq = 4", "has 2");
+}
+
+// data.train_corpora: three corpora of 300, 500 and 200 examples with weights 1, 3 and 0.5.
+struct Mixture {
+  Lengths l = random_lengths(1000, 20, 11);
+  std::vector<CorpusSpan> spans{{0, 300, 1.0}, {300, 800, 3.0}, {800, 1000, 0.5}};
+  BatchPlanner planner(int64_t world, int64_t uf, uint64_t seed = 5) const {
+    return BatchPlanner(l.src, l.tgt, {/*max_tokens=*/120, seed, world, uf}, spans);
+  }
+};
+
+// Micro-batches drawn from each corpus in proportion to its weight: 4,000 updates x 4 slots,
+// each corpus's share within 4.5 standard deviations of the binomial around weight / 4.5. Every
+// micro-batch holds examples of one corpus only, and there are no empty slots.
+TEST(PlannerMixture, DrawsEachCorpusInProportionToItsWeight) {
+  const Mixture m;
+  std::vector<int64_t> drawn(3, 0);
+  const int64_t n = 4000 * 4;
+  BatchPlanner q = m.planner(2, 2);
+  for (int64_t u = 0; u < 4000; ++u) {
+    const BatchPlanner::State st = q.state();
+    for (const MicroBatch& b : q.update_slots(st.epoch, st.cursor)) {
+      ASSERT_FALSE(b.empty());
+      const int64_t c = q.corpus_of(b.front());
+      for (int64_t i : b) ASSERT_EQ(q.corpus_of(i), c);
+      ++drawn[c];
+    }
+    q.next(0);
+  }
+  const double weights[3] = {1.0, 3.0, 0.5};
+  for (int c = 0; c < 3; ++c) {
+    const double share = weights[c] / 4.5, sd = std::sqrt(n * share * (1 - share));
+    EXPECT_NEAR(static_cast<double>(drawn[c]), n * share, 4.5 * sd) << "corpus " << c;
+  }
+}
+
+// Each corpus is walked through its own epochs: within any window of draws from a corpus that
+// covers its micro-batches once (from the start of its epoch), each of its examples appears once.
+TEST(PlannerMixture, EachCorpusCyclesThroughItsOwnExamples) {
+  const Mixture m;
+  BatchPlanner p = m.planner(1, 1);
+  std::vector<std::vector<int64_t>> seen_in_order(3);
+  for (int64_t u = 0; u < 3000; ++u) {
+    const BatchPlanner::State st = p.state();
+    for (const MicroBatch& b : p.update_slots(st.epoch, st.cursor)) seen_in_order[p.corpus_of(b.front())].push_back(b.front());
+    p.next(0);
+  }
+  const std::vector<MicroBatch> all = p.micro_batches();
+  for (int c = 0; c < 3; ++c) {
+    int64_t batches_of_c = 0;
+    for (const MicroBatch& b : all) batches_of_c += p.corpus_of(b.front()) == c;
+    ASSERT_GE(static_cast<int64_t>(seen_in_order[c].size()), 2 * batches_of_c) << "corpus " << c;
+    for (int epoch = 0; epoch < 2; ++epoch) {
+      std::set<int64_t> firsts(seen_in_order[c].begin() + epoch * batches_of_c,
+                               seen_in_order[c].begin() + (epoch + 1) * batches_of_c);
+      EXPECT_EQ(static_cast<int64_t>(firsts.size()), batches_of_c) << "corpus " << c << " epoch " << epoch + 1;
+    }
+  }
+}
+
+// N ranks == 1 rank with update_freq N, and a restored planner (as on resume, including a
+// fresh one that must replay the draws) continues identically; another seed draws otherwise.
+TEST(PlannerMixture, SameSlotsForEqualSlotsPerUpdateAndAfterRestore) {
+  const Mixture m;
+  BatchPlanner a = m.planner(4, 1), b = m.planner(1, 4), c = m.planner(2, 2);
+  BatchPlanner::State mid{};
+  std::vector<std::vector<MicroBatch>> later;
+  for (int64_t u = 0; u < 700; ++u) {
+    const auto st = a.state();
+    if (u == 400) mid = st;
+    const auto slots = a.update_slots(st.epoch, st.cursor);
+    ASSERT_EQ(slots, b.update_slots(st.epoch, st.cursor)) << "update " << u;
+    ASSERT_EQ(slots, c.update_slots(st.epoch, st.cursor)) << "update " << u;
+    if (u >= 400) later.push_back(slots);
+    a.next(0);
+  }
+  BatchPlanner resumed = m.planner(2, 2);
+  resumed.restore(mid);
+  for (const auto& slots : later) {
+    const auto st = resumed.state();
+    ASSERT_EQ(resumed.update_slots(st.epoch, st.cursor), slots);
+    resumed.next(0);
+  }
+  BatchPlanner other_seed = m.planner(4, 1, 6);
+  EXPECT_NE(other_seed.update_slots(1, 0), m.planner(4, 1).update_slots(1, 0));
+}
+
+// One corpus spanning every example plans exactly as the plain planner, and bad spans are named.
+TEST(PlannerMixture, OneCorpusIsThePlainPlanAndBadSpansAreErrors) {
+  const Lengths l = random_lengths(300, 20, 12);
+  BatchPlanner plain(l.src, l.tgt, {120, 5, 2, 1}), one(l.src, l.tgt, {120, 5, 2, 1}, {{0, 300, 1.0}});
+  for (int64_t epoch = 1; epoch <= 2; ++epoch)
+    for (int64_t u = 0; u < plain.updates_per_epoch(); ++u) ASSERT_EQ(plain.update_slots(epoch, u), one.update_slots(epoch, u));
+  EXPECT_THROW(BatchPlanner(l.src, l.tgt, {120, 5, 1, 1}, {{0, 100, 1.0}, {100, 100, 1.0}}), DataError);
+  EXPECT_THROW(BatchPlanner(l.src, l.tgt, {120, 5, 1, 1}, {{0, 100, 1.0}, {100, 300, 0.0}}), DataError);
 }
 
 TEST(Planner, ExampleLongerThanMaxTokensIsAnError) {

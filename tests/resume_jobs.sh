@@ -8,6 +8,9 @@
 #   corrupt   a corrupt newest checkpoint is reported and resume auto falls back
 #   signals   SIGUSR1 to mpirun, SIGTERM to the ranks: exit 0, checkpoint, exact resume
 #   guards    NaN injection under each train.nonfinite policy; early stopping; world-size rule
+#   corpora   data.train_corpora: one corpus of weight 1 preprocesses and trains bit for bit as
+#             data.train_split; two weighted corpora resume bit for bit, -np 2 == -np 1 with
+#             update_freq 2 (dropout off), and metrics.jsonl counts each corpus's target tokens
 set -uo pipefail
 build=$1 python=$2 mode=$3
 here=$(cd "$(dirname "$0")" && pwd)
@@ -235,6 +238,44 @@ print('ok: fine-tuned 3 updates from base/last.pt with a fresh optimizer and sch
     run 2 vb train.update_freq=1 train.max_updates=8 train.validate_bleu=true dist.check_params_interval=2 || { tail -5 vb.log; fail "validate_bleu"; }
     grep -q "| bleu [0-9.]*" vb.log && [ -e vb/best_bleu.pt ] || { grep validation vb.log; fail "no validation BLEU"; }
     echo "ok: validation BLEU on 2 ranks, best_bleu.pt, parameters agree"
+    ;;
+  corpora)
+    # One corpus of weight 1 == data.train_split: the same shards and the same training.
+    "$PRE" --config c.yaml data.shard_dir=shards_one "data.train_corpora={train: 1}" > /dev/null 2>&1 || fail "preprocess one corpus"
+    for f in manifest.json spm.model train-00000-of-00002.h5 train-00001-of-00002.h5 val-00000-of-00001.h5; do
+      cmp -s "shards/$f" "shards_one/$f" || fail "one corpus of weight 1: shards/$f differs"
+    done
+    run 1 plain train.max_updates=6 || fail "plain run"
+    run 1 one_corpus train.max_updates=6 "data.train_corpora={train: 1}" || fail "one-corpus run"
+    same plain/last.pt one_corpus/last.pt
+    # A second corpus (another 150 generated pairs), weighted 3 to 1.
+    "$python" "$here/make_toy_corpus.py" raw_web 150 && mv raw_web/train.de raw/web.de && mv raw_web/train.en raw/web.en
+    mix=(data.shard_dir=shards_mix "data.train_corpora={train: 1, web: 3}")
+    "$PRE" --config c.yaml "${mix[@]}" > pre_mix.log 2>&1 || { cat pre_mix.log; fail "preprocess two corpora"; }
+    grep -q "on 300 + 300 lines" pre_mix.log || fail "SentencePiece was not trained on both corpora: $(cat pre_mix.log)"
+    run 1 mix_straight "${mix[@]}" || fail "mixture straight"
+    grep -q "training corpora: train (150 pairs, weight 1: 25.0% of micro-batches), web (150 pairs, weight 3: 75.0% of micro-batches)" \
+      mix_straight.log || fail "no training corpora line: $(grep -m3 corpora mix_straight.log)"
+    run 1 mix_stop "${mix[@]}" debug.fault_update=8 debug.fault_rank=0 && fail "fault not injected"
+    run 1 mix_stop "${mix[@]}" --resume auto || fail "mixture resume"
+    grep -q "resumed from mix_stop/last.pt at update 6" mix_stop.log || { grep resumed mix_stop.log; fail "mixture resume point"; }
+    same mix_straight/last.pt mix_stop/last.pt
+    # N ranks == 1 rank (dropout off: its masks are drawn per rank).
+    no_dropout=(model.dropout=0 model.attention_dropout=0 train.max_updates=8)
+    run 1 mix_np1 "${mix[@]}" "${no_dropout[@]}" || fail "mixture on 1 rank, update_freq 2"
+    run 2 mix_np2 "${mix[@]}" "${no_dropout[@]}" train.update_freq=1 || fail "mixture on 2 ranks"
+    same mix_np1/last.pt mix_np2/last.pt
+    "$python" - mix_straight/metrics.jsonl <<'PY' || fail "metrics.jsonl: tokens per corpus"
+import json, sys
+train = [r for r in map(json.loads, open(sys.argv[1])) if r["event"] == "train"]
+counts = {"train": 0, "web": 0}
+for r in train:
+    assert set(r["corpus_tgt_tokens"]) == set(counts), r
+    for k, v in r["corpus_tgt_tokens"].items():
+        counts[k] += v
+assert counts["web"] > counts["train"] > 0, counts
+print("target tokens per corpus over 14 updates:", counts)
+PY
     ;;
   *) fail "unknown mode $mode" ;;
 esac

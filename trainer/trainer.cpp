@@ -51,7 +51,9 @@ Trainer::Trainer(const config::Config& cfg, const dist::ProcessGroup& group, Ble
       log_.info("removed " + old + ", left by an interrupted run");
   comm_ = dist::make_communicator(cfg_.dist, group_, device_);
   runtime::check_every_rank_sees_the_run(cfg_, *comm_);  // before any rank reads shards: one message names the host
-  train_ = std::make_unique<data::ShardedCorpus>(cfg_.data.shard_dir, cfg_.data.train_split);
+  std::vector<std::string> corpus_names;
+  for (const auto& [name, weight] : data::training_corpora(cfg_.data)) corpus_names.push_back(name);
+  train_ = std::make_unique<data::ShardedCorpus>(cfg_.data.shard_dir, corpus_names);
   valid_ = std::make_unique<data::ShardedCorpus>(cfg_.data.shard_dir, cfg_.data.valid_split);
   special_ = train_->manifest().special;
   check_sentences_fit();
@@ -77,10 +79,15 @@ Trainer::Trainer(const config::Config& cfg, const dist::ProcessGroup& group, Ble
   reducer_ = std::make_unique<dist::GradReducer>(model_->parameters(), *comm_, cfg_.dist.bucket_mb,
                                                   cfg_.dist.overlap, cfg_.dist.deterministic_reduce,
                                                   dist::wire_dtype(cfg_.dist.grad_dtype));
+  std::vector<data::CorpusSpan> spans;
+  const auto corpora = data::training_corpora(cfg_.data);
+  for (size_t k = 0; k < corpora.size(); ++k)
+    spans.push_back({train_->split_begin()[k], train_->split_begin()[k + 1], corpora[k].second});
   planner_ = std::make_unique<data::BatchPlanner>(
       train_->src_lengths(), train_->tgt_lengths(),
       data::PlanOptions{cfg_.data.max_tokens, static_cast<uint64_t>(cfg_.train.seed), group_.world_size(),
-                        cfg_.train.update_freq});
+                        cfg_.train.update_freq},
+      spans);
   // Dropout differs per rank (different data deserve different masks), yet is reproducible.
   torch::manual_seed(static_cast<uint64_t>(cfg_.train.seed) * 1000003ull + static_cast<uint64_t>(group_.rank()));
   if (cfg_.debug.anomaly) torch::autograd::AnomalyMode::set_enabled(true);
@@ -332,6 +339,14 @@ void Trainer::announce_start(bool resumed) {
                         model::parameter_count(*model_), device_.str(), group_.world_size(), comm_->name(),
                         planner_->updates_per_epoch(), cfg_.train.threads, gemm_text(),
                         model::kernels::attention_kernel_name(model::kernels::attention_kernel())));
+  const auto& spans = planner_->corpora();
+  std::string mixture;
+  double total_weight = 0;
+  for (const auto& span : spans) total_weight += span.weight;
+  for (size_t k = 0; k < spans.size(); ++k)
+    mixture += fmt::format("{}{} ({} pairs, weight {}: {:.1f}% of micro-batches)", k ? ", " : "", train_->splits()[k],
+                           spans[k].end - spans[k].begin, spans[k].weight, 100 * spans[k].weight / total_weight);
+  if (!mixture.empty()) log_.info("training corpora: " + mixture);
 }
 
 // Inputs that would otherwise fail only at the first validation, or at a random update, are
@@ -394,7 +409,23 @@ void Trainer::log_window(const metrics::LogWindow::Summary& w, int64_t first_upd
                         {"nll", w.nll}, {"ppl", std::exp(w.nll)}, {"lr", w.lr}, {"grad_norm", w.grad_norm},
                         {"tgt_tokens_per_s", w.tokens_per_s}, {"updates", w.updates}, {"wall_s", elapsed_s}};
   if (cfg_.train.precision == config::Precision::kFp16) rec["loss_scale"] = scaler_.scale();
+  if (!corpus_tokens_.empty()) {
+    nlohmann::json by_corpus = nlohmann::json::object();
+    for (size_t k = 0; k < corpus_tokens_.size(); ++k) by_corpus[train_->splits()[k]] = corpus_tokens_[k];
+    rec["corpus_tgt_tokens"] = by_corpus;
+    std::fill(corpus_tokens_.begin(), corpus_tokens_.end(), 0);
+  }
   log_.metrics(rec);
+}
+
+// data.train_corpora: the target tokens (with EOS) each corpus gives the coming update, all
+// ranks' slots counted from the plan on rank 0 (no communication), for the log window.
+void Trainer::count_corpus_tokens() {
+  if (planner_->corpora().size() < 2 || !group_.is_main()) return;
+  corpus_tokens_.resize(planner_->corpora().size());
+  const data::BatchPlanner::State st = planner_->state();
+  for (const data::MicroBatch& b : planner_->update_slots(st.epoch, st.cursor))
+    for (int64_t i : b) corpus_tokens_[static_cast<size_t>(planner_->corpus_of(i))] += train_->tgt_lengths()[i] + 1;
 }
 
 void Trainer::validate_or_save_on_interval(double elapsed_s) {
@@ -427,6 +458,7 @@ void Trainer::run(const std::string& resume) {
       throw TrainingError(fmt::format("injected fault on rank {} at update {} (debug.fault_rank/fault_update)",
                                       group_.rank(), update_ + 1));
 
+    count_corpus_tokens();
     const StepResult r = train_step(planner_->next(group_.rank()));
     if (!r.skipped) window.add(r.loss, r.nll, r.tokens, r.grad_norm, r.lr);
     if ((update_ % cfg_.train.log_interval == 0 || update_ == first_update + 1) && !window.empty())

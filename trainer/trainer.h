@@ -131,6 +131,7 @@ class Trainer {
   };
   StopVote vote_to_stop(const base::StopSignal& signals, double elapsed_s);
   void log_window(const metrics::LogWindow::Summary& w, int64_t first_update, double elapsed_s);
+  void count_corpus_tokens();
   void validate_or_save_on_interval(double elapsed_s);
   void stop_after_signal(int own_signal, int64_t first_update);
 
@@ -147,6 +148,7 @@ class Trainer {
   std::unique_ptr<optim::Adam> optim_;
   std::unique_ptr<dist::GradReducer> reducer_;
   std::unique_ptr<data::BatchPlanner> planner_;
+  std::vector<int64_t> corpus_tokens_;  // data.train_corpora: target tokens per corpus in the log window
   optim::LrSchedule schedule_;
   metrics::TrainLog log_;
   int64_t update_ = 0;
