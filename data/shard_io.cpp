@@ -165,10 +165,18 @@ void write_shard(const std::string& path, const ShardHeader& header, const FlatI
 }
 
 struct ShardReader::Handles {
-  Hid file, src_tokens, tgt_tokens;
+  Hid file, src_tokens, tgt_tokens, src_offsets, tgt_offsets;
 };
 
-ShardReader::ShardReader(const std::string& path) : path_(path), h_(std::make_unique<Handles>()) {
+namespace {
+void append_lengths(const std::vector<int64_t>& offsets, std::vector<int32_t>* lengths) {
+  if (!lengths) return;
+  for (size_t i = 0; i + 1 < offsets.size(); ++i) lengths->push_back(static_cast<int32_t>(offsets[i + 1] - offsets[i]));
+}
+}  // namespace
+
+ShardReader::ShardReader(const std::string& path, std::vector<int32_t>* src_lengths, std::vector<int32_t>* tgt_lengths)
+    : path_(path), h_(std::make_unique<Handles>()) {
   silence_hdf5();
   if (H5Fis_hdf5(path.c_str()) <= 0)
     throw DataError(path + ": missing, truncated or not an HDF5 file");
@@ -186,17 +194,18 @@ ShardReader::ShardReader(const std::string& path) : path_(path), h_(std::make_un
   header_.vocab_size = read_int_attr(f, "vocab_size", path);
   header_.spm_sha256 = read_str_attr(f, "spm_sha256", path);
 
-  int64_t src_len = 0, tgt_len = 0, src_off_len = 0, tgt_off_len = 0;
-  h_->src_tokens = open_dataset(f, "/src/tokens", H5T_INTEGER, 4, &src_len, path);
-  h_->tgt_tokens = open_dataset(f, "/tgt/tokens", H5T_INTEGER, 4, &tgt_len, path);
-  Hid src_off = open_dataset(f, "/src/offsets", H5T_INTEGER, 8, &src_off_len, path);
-  Hid tgt_off = open_dataset(f, "/tgt/offsets", H5T_INTEGER, 8, &tgt_off_len, path);
+  int64_t src_off_len = 0, tgt_off_len = 0;
+  h_->src_tokens = open_dataset(f, "/src/tokens", H5T_INTEGER, 4, &src_ids_, path);
+  h_->tgt_tokens = open_dataset(f, "/tgt/tokens", H5T_INTEGER, 4, &tgt_ids_, path);
+  h_->src_offsets = open_dataset(f, "/src/offsets", H5T_INTEGER, 8, &src_off_len, path);
+  h_->tgt_offsets = open_dataset(f, "/tgt/offsets", H5T_INTEGER, 8, &tgt_off_len, path);
   for (auto [name, n] : {std::pair<const char*, int64_t>{"/src/offsets", src_off_len}, {"/tgt/offsets", tgt_off_len}})
     if (n != header_.num_examples + 1)
       throw DataError(path + ": field '" + name + "' has " + std::to_string(n) + " entries, expected num_examples + 1 = " +
                       std::to_string(header_.num_examples + 1));
-  src_offsets_ = read_offsets(src_off.get(), src_off_len, src_len, "/src/offsets", path);
-  tgt_offsets_ = read_offsets(tgt_off.get(), tgt_off_len, tgt_len, "/tgt/offsets", path);
+  // Read whole to validate (monotone, ending at the ids' length), then dropped.
+  append_lengths(read_offsets(h_->src_offsets.get(), src_off_len, src_ids_, "/src/offsets", path), src_lengths);
+  append_lengths(read_offsets(h_->tgt_offsets.get(), tgt_off_len, tgt_ids_, "/tgt/offsets", path), tgt_lengths);
 }
 
 ShardReader::~ShardReader() = default;
@@ -223,12 +232,30 @@ void read_range(hid_t ds, int64_t begin, int64_t end, std::vector<int32_t>* out,
 }
 }  // namespace
 
+namespace {
+// Offsets i and i + 1 of an offsets dataset: where example i's ids begin and end.
+std::pair<int64_t, int64_t> read_bounds(hid_t ds, int64_t i, int64_t ids, const std::string& path, const char* field) {
+  int64_t bounds[2] = {0, 0};
+  Hid file_space(H5Dget_space(ds), H5Sclose);
+  hsize_t start[1] = {static_cast<hsize_t>(i)}, n[1] = {2};
+  check(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start, nullptr, n, nullptr), path, "select offsets");
+  Hid mem_space(H5Screate_simple(1, n, nullptr), H5Sclose);
+  check(H5Dread(ds, H5T_NATIVE_INT64, mem_space.get(), file_space.get(), H5P_DEFAULT, bounds), path,
+        std::string("read ") + field);
+  if (bounds[0] < 0 || bounds[1] < bounds[0] || bounds[1] > ids)
+    throw DataError(path + ": field '" + field + "' of example " + std::to_string(i) + " changed since the shard was opened");
+  return {bounds[0], bounds[1]};
+}
+}  // namespace
+
 void ShardReader::read_example(int64_t i, std::vector<int32_t>* src, std::vector<int32_t>* tgt) {
-  read_range(h_->src_tokens.get(), src_offsets_[i], src_offsets_[i + 1], src, header_.vocab_size, path_,
-             "/src/tokens", i);
-  read_range(h_->tgt_tokens.get(), tgt_offsets_[i], tgt_offsets_[i + 1], tgt, header_.vocab_size, path_,
-             "/tgt/tokens", i);
-  token_bytes_read_ += 4 * (src_offsets_[i + 1] - src_offsets_[i] + tgt_offsets_[i + 1] - tgt_offsets_[i]);
+  if (i < 0 || i >= header_.num_examples)
+    throw DataError(path_ + ": example " + std::to_string(i) + " out of range [0, " + std::to_string(header_.num_examples) + ")");
+  const auto [s0, s1] = read_bounds(h_->src_offsets.get(), i, src_ids_, path_, "/src/offsets");
+  const auto [t0, t1] = read_bounds(h_->tgt_offsets.get(), i, tgt_ids_, path_, "/tgt/offsets");
+  read_range(h_->src_tokens.get(), s0, s1, src, header_.vocab_size, path_, "/src/tokens", i);
+  read_range(h_->tgt_tokens.get(), t0, t1, tgt, header_.vocab_size, path_, "/tgt/tokens", i);
+  token_bytes_read_ += 4 * (s1 - s0 + t1 - t0);
 }
 
 }  // namespace nmt::data

@@ -32,19 +32,21 @@ struct ShardHeader {
 void write_shard(const std::string& path, const ShardHeader& header, const FlatIds& src, const FlatIds& tgt);
 
 // An open shard: header and both offset arrays are read and validated on open; token
-// ids are read on demand, one example at a time, so a rank reads only what it uses.
+// ids are read on demand, one example at a time, so a rank reads only what it uses. The
+// offsets are not kept (16 bytes an example: 72 MB at WMT14's 4.5M pairs): an example's two
+// offsets are read with its ids.
 class ShardReader {
  public:
-  // Throws DataError naming `path` and the field when the file is not a valid shard.
-  explicit ShardReader(const std::string& path);
+  // Throws DataError naming `path` and the field when the file is not a valid shard. Appends
+  // each example's source and target lengths (ids, without BOS/EOS) to the vectors given.
+  explicit ShardReader(const std::string& path, std::vector<int32_t>* src_lengths = nullptr,
+                       std::vector<int32_t>* tgt_lengths = nullptr);
   ~ShardReader();
   ShardReader(ShardReader&&) noexcept;
   ShardReader& operator=(ShardReader&&) noexcept;
 
   const std::string& path() const { return path_; }
   const ShardHeader& header() const { return header_; }
-  const std::vector<int64_t>& src_offsets() const { return src_offsets_; }
-  const std::vector<int64_t>& tgt_offsets() const { return tgt_offsets_; }
 
   // Appends the ids of example `i` (0-based within this shard) to `src` / `tgt`; checks
   // each id is in [0, vocab_size). Adds the bytes read to token_bytes_read().
@@ -55,7 +57,7 @@ class ShardReader {
   struct Handles;
   std::string path_;
   ShardHeader header_;
-  std::vector<int64_t> src_offsets_, tgt_offsets_;
+  int64_t src_ids_ = 0, tgt_ids_ = 0;  // length of /src/tokens, /tgt/tokens
   std::unique_ptr<Handles> h_;
   int64_t token_bytes_read_ = 0;
 };

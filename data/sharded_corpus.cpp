@@ -40,7 +40,8 @@ void ShardedCorpus::open_split(const std::string& split) {
     if (base::sha256_file(path) != se.sha256)
       throw DataError(path + ": checksum differs from the manifest's field 'splits." + split + ".shards[" +
                       std::to_string(k) + "].sha256' (corrupt shard)");
-    ShardReader r(path);
+    std::vector<int32_t> src_len, tgt_len;  // appended below once the header checks pass
+    ShardReader r(path, &src_len, &tgt_len);
     const ShardHeader& h = r.header();
     auto mismatch = [&](const std::string& field, const std::string& got, const std::string& want) {
       return DataError(path + ": field '" + field + "' is " + got + " but the manifest says " + want);
@@ -54,10 +55,8 @@ void ShardedCorpus::open_split(const std::string& split) {
       throw mismatch("vocab_size", std::to_string(h.vocab_size), std::to_string(manifest_.vocab_size));
     if (h.spm_sha256 != manifest_.spm_sha256)
       throw mismatch("spm_sha256", h.spm_sha256, manifest_.spm_sha256 + " (vocabulary mismatch)");
-    for (int64_t i = 0; i < h.num_examples; ++i) {
-      src_len_.push_back(static_cast<int32_t>(r.src_offsets()[i + 1] - r.src_offsets()[i]));
-      tgt_len_.push_back(static_cast<int32_t>(r.tgt_offsets()[i + 1] - r.tgt_offsets()[i]));
-    }
+    src_len_.insert(src_len_.end(), src_len.begin(), src_len.end());
+    tgt_len_.insert(tgt_len_.end(), tgt_len.begin(), tgt_len.end());
     shard_begin_.push_back(shard_begin_.back() + h.num_examples);
     shards_.push_back(std::move(r));
   }
