@@ -20,7 +20,7 @@ torch::Tensor pad_source(const std::vector<std::vector<int32_t>>& seqs, const Sp
 
 Batch make_batch(ShardedCorpus& corpus, const MicroBatch& micro_batch, const SpecialIds& special) {
   Batch b;
-  b.ids = micro_batch;
+  b.ids.assign(micro_batch.begin(), micro_batch.end());
   if (micro_batch.empty()) return b;
   const int64_t n = static_cast<int64_t>(micro_batch.size());
   std::vector<std::vector<int32_t>> src(n), tgt(n);

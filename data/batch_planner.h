@@ -25,7 +25,9 @@
 
 namespace nmt::data {
 
-using MicroBatch = std::vector<int64_t>;  // example indices
+// Example indices, 32-bit: 4 bytes an example held for the whole run (a corpus of more than
+// 2^31 - 1 pairs is refused by the planner).
+using MicroBatch = std::vector<int32_t>;
 
 struct PlanOptions {
   int64_t max_tokens = 4096;
