@@ -8,6 +8,8 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <optional>
+#include <vector>
 
 #include "model/kernels/bf16_gemm.h"
 #include "model/kernels/gemm_plan.h"
@@ -133,4 +135,34 @@ TEST(Bf16Linear, DecodingProductsOnAKeptBf16CopyWithinRoundingOfFp32) {
   }
   const auto xg = x.clone().requires_grad_();
   EXPECT_TRUE(torch::equal(k::linear(xg, w, b), torch::nn::functional::linear(xg, w, b))) << "training changed";
+}
+
+// The FFN under bf16 products is one function keeping the hidden layer only in bf16: it must
+// compute exactly what the two bf16 layers compute apart (each checked against LibTorch's fp32
+// above), the output and all five gradients bit for bit; and with fp32 products it is the two
+// layers themselves.
+TEST(Bf16Linear, FusedFeedForwardEqualsItsTwoLayers) {
+  if (!k::bf16_gemm_problem().empty()) GTEST_SKIP() << k::bf16_gemm_problem();
+  const int64_t rows = 45, d = 32, ffn = 72;
+  for (const bool bf16_products : {true, false}) {
+    torch::manual_seed(6);
+    const auto x0 = torch::randn({3, rows / 3, d}), w10 = torch::randn({ffn, d}), b10 = torch::randn({ffn}),
+               w20 = torch::randn({d, ffn}) * 0.2, b20 = torch::randn({d}), dy = torch::randn({3, rows / 3, d});
+    std::vector<std::vector<torch::Tensor>> results;
+    for (const bool fused : {true, false}) {
+      auto x = x0.clone().requires_grad_(), w1 = w10.clone().requires_grad_(), b1 = b10.clone().requires_grad_(),
+           w2 = w20.clone().requires_grad_(), b2 = b20.clone().requires_grad_();
+      torch::Tensor y;
+      {
+        std::optional<Bf16Products> bf16;
+        if (bf16_products) bf16.emplace();
+        y = fused ? k::feed_forward(x, w1, b1, w2, b2) : k::linear(k::linear_relu(x, w1, b1), w2, b2);
+      }
+      y.backward(dy);
+      results.push_back({y.detach(), x.grad(), w1.grad(), b1.grad(), w2.grad(), b2.grad()});
+    }
+    const char* names[] = {"y", "dx", "dW1", "db1", "dW2", "db2"};
+    for (size_t i = 0; i < results[0].size(); ++i)
+      EXPECT_TRUE(torch::equal(results[0][i], results[1][i])) << names[i] << (bf16_products ? " (bf16)" : " (fp32)");
+  }
 }

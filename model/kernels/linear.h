@@ -34,4 +34,11 @@ torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const 
 // pass after the GEMM and the backward masks the gradient and sums the bias gradient in one.
 torch::Tensor linear_relu(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
 
+// linear(linear_relu(x, w1, b1), w2, b2): the FFN with nothing between its layers. Under bf16
+// products in training it is one function that computes the same values but keeps the hidden
+// layer only as its bf16 copy (fc2's operand; fc1's backward masks by it) instead of also in
+// fp32; the mask differs from the fp32 one only for hidden values below 2^-133.
+torch::Tensor feed_forward(const torch::Tensor& x, const torch::Tensor& w1, const torch::Tensor& b1,
+                           const torch::Tensor& w2, const torch::Tensor& b2);
+
 }  // namespace nmt::model::kernels
