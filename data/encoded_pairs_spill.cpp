@@ -28,8 +28,9 @@ void EncodedPairsWriter::append(const std::vector<int>& src, const std::vector<i
   static_assert(sizeof(int) == sizeof(int32_t));
   const int32_t lengths[2] = {static_cast<int32_t>(src.size()), static_cast<int32_t>(tgt.size())};
   std::fwrite(lengths, sizeof(int32_t), 2, file_);
-  std::fwrite(src.data(), sizeof(int32_t), src.size(), file_);
-  std::fwrite(tgt.data(), sizeof(int32_t), tgt.size(), file_);
+  // An empty side (kept in val and test) has no ids, and maybe no buffer: fwrite's pointer must not be null.
+  if (!src.empty()) std::fwrite(src.data(), sizeof(int32_t), src.size(), file_);
+  if (!tgt.empty()) std::fwrite(tgt.data(), sizeof(int32_t), tgt.size(), file_);
   ++pairs_;
 }
 
@@ -47,6 +48,10 @@ EncodedPairsReader::~EncodedPairsReader() {
 }
 
 void EncodedPairsReader::read_ids(int32_t count, FlatIds& side) {
+  if (count == 0) {
+    side.offsets.push_back(static_cast<int64_t>(side.tokens.size()));
+    return;
+  }
   const size_t before = side.tokens.size();
   side.tokens.resize(before + static_cast<size_t>(count));
   if (std::fread(side.tokens.data() + before, sizeof(int32_t), static_cast<size_t>(count), file_) !=
