@@ -171,6 +171,14 @@ def graphs_compiled():
     return counters["stats"]["unique_graphs"]
 
 
+def profiler(device):
+    """torch.profiler over CPU operators, and CUDA kernels on a GPU: what train --profile records."""
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if device == "cuda":
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    return torch.profiler.profile(activities=activities, record_shapes=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shard-dir", required=True)
@@ -194,6 +202,7 @@ def main():
     ap.add_argument("--label-smoothing", type=float, default=0.1)
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--warmup-updates", type=int, default=800)
+    ap.add_argument("--profile", help="record the timed updates with torch.profiler; write a Chrome trace here")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
@@ -218,6 +227,9 @@ def main():
         if u == a.warmup:
             sync()
             start, tgt_tokens, compiled = time.perf_counter(), 0, graphs_compiled()
+            if a.profile:
+                recording = profiler(a.device)
+                recording.__enter__()
         lr = a.lr * min((u + 1) / a.warmup_updates, math.sqrt(a.warmup_updates / (u + 1)))
         for g in opt.param_groups:
             g["lr"] = lr
@@ -239,6 +251,9 @@ def main():
         tgt_tokens += total
     sync()
     secs = time.perf_counter() - start
+    if a.profile:
+        recording.__exit__(None, None, None)
+        recording.export_chrome_trace(a.profile)
     losses = [float(x) for x in losses]
     print(json.dumps({"tgt_tokens_per_s": tgt_tokens / secs, "updates_per_s": a.updates / secs, "seconds": secs,
                       "warmup_seconds": start - began, "recompiles": graphs_compiled() - compiled,

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <stdexcept>
 
 #include <c10/util/Exception.h>
@@ -41,6 +42,19 @@ CLI::Validator finite_range(double lo, double hi) {
         return "";
       },
       "FLOAT in " + range);
+}
+
+CLI::Validator file_in_existing_directory() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const std::filesystem::path path(text);
+        const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : ".";
+        if (path.filename().empty()) return text + " names no file (it ends in a separator)";
+        if (!std::filesystem::is_directory(dir)) return text + ": directory " + dir.string() + " does not exist";
+        if (std::filesystem::is_directory(path)) return text + " is a directory, not a file";
+        return "";
+      },
+      "FILE");
 }
 
 int parse_cli(CLI::App& app, int argc, char** argv) {

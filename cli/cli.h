@@ -26,6 +26,9 @@ bool resolve_config(const ConfigArgs& args, config::Needs needs, config::Config*
 // A flag value that must be a finite number in [lo, hi]: CLI::Range lets NaN through.
 CLI::Validator finite_range(double lo, double hi);
 
+// An output file's path whose directory exists (checked before any work is done).
+CLI::Validator file_in_existing_directory();
+
 // Parses the command line; returns -1 to go on, else the exit code (0 for --help, 2 for a
 // usage error: cli/exit_codes.h).
 int parse_cli(CLI::App& app, int argc, char** argv);

@@ -22,12 +22,17 @@ int main(int argc, char** argv) {
     std::string resume;
     app.add_option("--resume", resume, "checkpoint to continue from, or 'auto' for the newest valid one in train.save_dir");
     int64_t benchmark = 0, warmup = 5;
-    std::string bench_out;
-    app.add_option("--benchmark", benchmark, "time N updates after --warmup and print one JSON line (no checkpoints)")
+    std::string bench_out, profile;
+    auto* bench_opt = app.add_option("--benchmark", benchmark, "time N updates after --warmup and print one JSON line (no checkpoints)")
         ->check(CLI::Range(int64_t{1}, int64_t{1000000000}));
     app.add_option("--warmup", warmup, "untimed updates before --benchmark")
         ->check(CLI::Range(int64_t{0}, int64_t{1000000000}));
     app.add_option("--bench-out", bench_out, "with --benchmark: write init.pt and plan.json here for the PyTorch reference");
+    app.add_option("--profile", profile,
+                   "with --benchmark: record the timed updates with LibTorch's profiler (CPU ops; CUDA kernels on a GPU) "
+                   "and write a Chrome trace here (tools/profile_summary.py prints a table)")
+        ->needs(bench_opt)
+        ->check(nmt::cli::file_in_existing_directory());
     if (int rc = nmt::cli::parse_cli(app, argc, argv); rc >= 0) return rc;
     nmt::config::Config cfg;
     if (!nmt::cli::resolve_config(args, nmt::config::Needs::kShards, &cfg)) return 0;
@@ -38,7 +43,7 @@ int main(int argc, char** argv) {
       };
     nmt::trainer::Trainer trainer(cfg, group, bleu);
     if (benchmark > 0) {
-      const auto figures = trainer.benchmark(warmup, benchmark, bench_out);
+      const auto figures = trainer.benchmark(warmup, benchmark, bench_out, profile);
       if (group.is_main()) std::printf("%s\n", figures.dump().c_str());
       return 0;
     }

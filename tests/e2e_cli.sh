@@ -103,4 +103,16 @@ expect_error "missing hypothesis file" "nope.txt" "$EVAL" bleu --hyp nope.txt --
 cmp hyp.txt hyp.before || fail "output overwritten after an error"
 expect_error "average output is an input" "also an input" "$AVG" --output run/last.pt run/last.pt run/best.pt
 expect_error "unknown resume file" "run/none.pt" "$TRAIN" --config c.yaml --resume run/none.pt
+# train --benchmark --profile: a Chrome trace of the timed updates; one Adam step per update in it.
+"$TRAIN" --config c.yaml train.save_dir=bench --benchmark 2 --warmup 1 --profile prof.json > bench.json 2> bench.err ||
+  { cat bench.err; fail "train --profile"; }
+"$python" "$here/../tools/profile_summary.py" prof.json --updates 2 --top 200 --json | "$python" -c "
+import json, sys
+ops = {o['name']: o['per_update'] for o in json.load(sys.stdin)['cpu_ops']}
+assert ops.get('aten::_fused_adamw_') == 1.0, sorted(ops)[:20]
+print('ok: train --profile: a trace with', len(ops), 'operators, one Adam step per update')" || fail "profile: Adam steps"
+echo keep > kept.json
+expect_error "--profile without --benchmark" "--profile requires --benchmark" "$TRAIN" --config c.yaml --profile kept.json
+expect_error "--profile into a missing directory" "directory nodir does not exist" "$TRAIN" --config c.yaml --benchmark 1 --profile nodir/p.json
+[ "$(cat kept.json)" = keep ] || fail "a refused --profile changed an existing file"
 echo "e2e: all checks passed"

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "model/kernels/bf16_gemm.h"
 #include "model/kernels/gemm.h"
 #include "model/kernels/linear.h"
+#include "runtime/profiler.h"
 #include "trainer/trainer.h"
 
 namespace fs = std::filesystem;
@@ -105,7 +107,8 @@ void Trainer::write_benchmark_reference(const std::string& out_dir, int64_t tota
   std::ofstream((fs::path(out_dir) / "plan.json").string()) << plan.dump() << "\n";
 }
 
-nlohmann::json Trainer::benchmark(int64_t warmup, int64_t updates, const std::string& out_dir) {
+nlohmann::json Trainer::benchmark(int64_t warmup, int64_t updates, const std::string& out_dir,
+                                  const std::string& profile_path) {
   {
     torch::NoGradGuard no_grad;
     for (auto& p : model_->parameters()) comm_->broadcast(p, 0);
@@ -115,6 +118,8 @@ nlohmann::json Trainer::benchmark(int64_t warmup, int64_t updates, const std::st
   StepTimes times;
   double src_tokens = 0, tgt_tokens = 0, padded = 0, flops = 0;
   std::vector<double> losses;  // per timed update, per target token (compare with the reference)
+  std::optional<runtime::ProfileRecording> recording;
+  if (!profile_path.empty()) recording.emplace(device_);
   const auto t0 = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < updates; ++i) {
     const StepResult r = train_step(planner_->next(group_.rank()));
@@ -127,6 +132,8 @@ nlohmann::json Trainer::benchmark(int64_t warmup, int64_t updates, const std::st
   }
   if (device_.is_cuda()) torch::cuda::synchronize();
   const double secs = base::seconds_since(t0);
+  if (recording)
+    recording->save(group_.is_main() ? profile_path : profile_path + ".rank" + std::to_string(group_.rank()));
   // Sums over ranks; the slowest rank's clock sets the pace.
   src_tokens = comm_->all_reduce_sum(src_tokens);
   const double all_tgt = comm_->all_reduce_sum(tgt_tokens);

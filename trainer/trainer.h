@@ -52,7 +52,10 @@ class Trainer {
   // `train --benchmark N`: `warmup` untimed updates, then N timed ones; returns the
   // figures as one JSON object (bench/README.md). Writes no checkpoints.
   // With `out_dir`, also writes init.pt and plan.json there (bench/pytorch_reference.py).
-  nlohmann::json benchmark(int64_t warmup, int64_t updates, const std::string& out_dir = "");
+  // With `profile_path`, the timed updates are recorded by the profiler (runtime/profiler.h)
+  // and its trace written there (rank r > 0: "<profile_path>.rank<r>").
+  nlohmann::json benchmark(int64_t warmup, int64_t updates, const std::string& out_dir = "",
+                           const std::string& profile_path = "");
 
   model::Transformer& model() { return model_; }
   int64_t update() const { return update_; }

@@ -1,5 +1,6 @@
 #include "model/kernels/short_attention.h"
 
+#include <ATen/record_function.h>
 #include <ATen/Parallel.h>
 
 #include <cmath>
@@ -223,6 +224,7 @@ class SelfAttention : public torch::autograd::Function<SelfAttention> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& qkv,
                                const torch::Tensor& mask, int64_t heads) {
+    RECORD_FUNCTION("nmt::SelfAttention", std::vector<c10::IValue>());  // named in profiles (train --profile)
     check_operand(qkv, "qkv");
     TORCH_CHECK(qkv.size(2) % 3 == 0, "short attention: qkv width ", qkv.size(2), " is not 3 x d_model");
     const int64_t width = qkv.size(2) / 3;
@@ -250,6 +252,7 @@ class CrossAttention : public torch::autograd::Function<CrossAttention> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& q, const torch::Tensor& kv,
                                const torch::Tensor& mask, int64_t heads) {
+    RECORD_FUNCTION("nmt::CrossAttention", std::vector<c10::IValue>());  // named in profiles (train --profile)
     check_operand(q, "q");
     check_operand(kv, "kv");
     TORCH_CHECK(kv.size(0) == q.size(0) && kv.size(2) == 2 * q.size(2), "short attention: kv ", kv.sizes(),
