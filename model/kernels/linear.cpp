@@ -1,5 +1,6 @@
 #include "model/kernels/linear.h"
 
+#include <ATen/record_function.h>
 #include <ATen/Parallel.h>
 #include <ATen/autocast_mode.h>
 
@@ -162,6 +163,7 @@ BackwardStart start_backward(torch::autograd::AutogradContext* ctx, const torch:
 struct OneDnnLinear : torch::autograd::Function<OneDnnLinear> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
                                const torch::Tensor& weight, const torch::Tensor& bias, bool relu) {
+    RECORD_FUNCTION("nmt::OneDnnLinear", std::vector<c10::IValue>());  // named in profiles (train --profile)
     const auto rows = x.reshape({-1, x.size(-1)}).contiguous();
     const auto w = weight.contiguous();
     const auto y = forward_on_transposed_weight(w.size(0), w.size(1))  // gemm_plan.h: measured faster
@@ -205,6 +207,7 @@ torch::Tensor bf16_product_with_bias(const torch::Tensor& rows16, const torch::T
 struct Bf16Linear : torch::autograd::Function<Bf16Linear> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
                                const torch::Tensor& weight, const torch::Tensor& bias, bool relu) {
+    RECORD_FUNCTION("nmt::Bf16Linear", std::vector<c10::IValue>());  // named in profiles (train --profile)
     const auto rows = x.reshape({-1, x.size(-1)}).to(torch::kBFloat16).contiguous();
     const auto w = weight.to(torch::kBFloat16).contiguous();
     const auto y = bf16_product_with_bias(rows, w, bias, relu);
@@ -244,6 +247,7 @@ torch::Tensor bf16_relu_hidden(const torch::Tensor& rows16, const torch::Tensor&
 struct Bf16FeedForward : torch::autograd::Function<Bf16FeedForward> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& w1,
                                const torch::Tensor& b1, const torch::Tensor& w2, const torch::Tensor& b2) {
+    RECORD_FUNCTION("nmt::Bf16FeedForward", std::vector<c10::IValue>());  // named in profiles (train --profile)
     const auto rows = x.reshape({-1, x.size(-1)}).to(torch::kBFloat16).contiguous();
     const auto w1_16 = w1.to(torch::kBFloat16).contiguous(), w2_16 = w2.to(torch::kBFloat16).contiguous();
     const auto h16 = bf16_relu_hidden(rows, w1_16, b1);
@@ -329,6 +333,16 @@ torch::Tensor inference_linear(const torch::Tensor& x, const torch::Tensor& weig
       .view(output_shape(x, weight));
 }
 
+// LibTorch's own linear layer. On a GPU, at::linear: a contiguous input of any rank goes to
+// addmm, whose bias rides in cuBLASLt's epilogue (one kernel and one autograd node, not a
+// matmul, an add and their backward: an update at the recipe's batch size is bound by the
+// host's launches, tools/profile_summary.py). On a CPU the C++ frontend's linear (matmul, then
+// add), whose results every CPU figure and test was measured with, bit for bit.
+torch::Tensor libtorch_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
+  if (x.is_cuda()) return at::linear(x, weight, bias.defined() ? std::optional<at::Tensor>(bias) : std::nullopt);
+  return torch::nn::functional::linear(x, weight, bias);
+}
+
 torch::Tensor empty_if_undefined(const torch::Tensor& bias, const torch::Tensor& weight) {
   return bias.defined() ? bias : torch::empty({0}, weight.options());
 }
@@ -359,7 +373,7 @@ torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const 
   if (inference_bf16_applies(x, weight)) return inference_bf16_linear(x, weight, bias, false);
   if (inference_plan_applies(x, weight)) return inference_linear(x, weight, bias, false);
   if (bf16_applies(x, weight)) return Bf16Linear::apply(x, weight, empty_if_undefined(bias, weight), false);
-  if (!onednn_applies(x, weight)) return torch::nn::functional::linear(x, weight, bias);
+  if (!onednn_applies(x, weight)) return libtorch_linear(x, weight, bias);
   // Autograd functions take no undefined tensors: no bias goes in as an empty one.
   return OneDnnLinear::apply(x, weight, bias.defined() ? bias : torch::empty({0}, weight.options()), false);
 }
@@ -371,7 +385,7 @@ torch::Tensor linear_relu(const torch::Tensor& x, const torch::Tensor& weight, c
   // LibTorch's path: ReLU in place on the product (addmm keeps its inputs, not its output,
   // for the backward), which computes exactly torch::relu(linear(...)) with one pass less.
   if (!onednn_applies(x, weight)) {
-    auto y = torch::nn::functional::linear(x, weight, bias);
+    auto y = libtorch_linear(x, weight, bias);
     return y.relu_();
   }
   return OneDnnLinear::apply(x, weight, bias.defined() ? bias : torch::empty({0}, weight.options()), true);

@@ -1,8 +1,9 @@
 #pragma once
 // y = x W^T + b with the GEMM backend of this process (gemm.h): the model's projections,
 // FFN and output projection. In training under MKL, or anywhere the oneDNN path does not apply
-// (CUDA, autocast, dtypes other than float32), it is torch::nn::functional::linear itself, so
-// the default training path computes exactly what LibTorch does. With no gradient recorded, a
+// (CUDA, autocast, dtypes other than float32), it is LibTorch's own linear layer (at::linear
+// on a GPU, torch::nn::functional::linear on a CPU), so the default training path computes
+// exactly what LibTorch does. With no gradient recorded, a
 // weight on the inference plan (gemm_plan.h, set only by translate and evaluate) is multiplied
 // on its kept transposed copy under either library.
 //
