@@ -88,6 +88,11 @@ export LD_LIBRARY_PATH="\$_b/lib:\$_torch_dir/lib:\${_nvidia}\${LD_LIBRARY_PATH:
 export OPAL_PREFIX="\$_b/ompi" PATH="\$_b/ompi/bin:\$PATH"
 export OMPI_MCA_mca_base_param_files="\$_b/ompi/openmpi-mca-params.conf"
 export PMIX_MCA_mca_base_component_path="\$_b/pmix/lib/pmix" PMIX_INSTALL_PREFIX="\$_b/pmix"
+# PMIx (4.2) loads its plugins from the build machine's path whatever the variables above say;
+# a target with another PMIx there fails to load its compression plugin, and every process
+# then printed three lines of dlopen errors and a banner. Compression serves only large
+# start-up data of big jobs: it is left out, and its warning with it.
+export PMIX_MCA_pcompress="^zlib" PMIX_MCA_pcompress_base_silence_warning=1
 export NMTRAIN_BUILD="\$_b/build" NMTRAIN_VENV=\$("\$_py" -c 'import sys; print(sys.prefix)')
 export NMTRAIN_PYTHON=\$("\$_py" -c 'import sys; print(sys.executable)')  # the scripts run this one
 unset _b _py _torch _torch_dir _torch_version _site _nvidia
