@@ -202,6 +202,26 @@ torch::Tensor bf16_product_with_bias(const torch::Tensor& rows16, const torch::T
   return y;
 }
 
+// A bf16 layer's two backward products from its bf16 output gradient: dx = dy16 w16 and
+// dW = dy16^T rows16, each summed and returned in fp32, each only where wanted.
+struct Bf16LayerGrads {
+  torch::Tensor dx, dw;  // [rows, in], [out, in]; undefined where not wanted
+};
+Bf16LayerGrads bf16_layer_backward(const torch::Tensor& dy16, const torch::Tensor& rows16, const torch::Tensor& w16,
+                                   bool want_dx, bool want_dw) {
+  Bf16LayerGrads g;
+  const auto fp32 = dy16.options().dtype(torch::kFloat32);
+  if (want_dx) {
+    g.dx = torch::empty({dy16.size(0), w16.size(1)}, fp32);
+    gemm_bf16(dy16, false, w16, false, g.dx, false);
+  }
+  if (want_dw) {
+    g.dw = torch::empty({w16.size(0), w16.size(1)}, fp32);
+    gemm_bf16(dy16, true, rows16, false, g.dw, false);
+  }
+  return g;
+}
+
 // The same layer with bf16 products (gemm_bf16): y = bf16(x) bf16(W)^T in fp32 (+ b, ReLU);
 // backward dx = bf16(dy) bf16(W), dW = bf16(dy)^T bf16(x), both in fp32. bf16(x) is saved.
 struct Bf16Linear : torch::autograd::Function<Bf16Linear> {
@@ -218,18 +238,9 @@ struct Bf16Linear : torch::autograd::Function<Bf16Linear> {
   static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
                                                torch::autograd::tensor_list grads) {
     auto [rows, w, dy, db] = start_backward(ctx, grads);
-    torch::Tensor dx, dw;
-    const auto dy16 = dy.to(torch::kBFloat16);
-    if (ctx->needs_input_grad(0)) {
-      dx = torch::empty({rows.size(0), w.size(1)}, dy.options());
-      gemm_bf16(dy16, false, w, false, dx, false);
-      dx = shaped_like_input(dx, grads[0], w.size(1));
-    }
-    if (ctx->needs_input_grad(1)) {
-      dw = torch::empty({w.size(0), w.size(1)}, dy.options());
-      gemm_bf16(dy16, true, rows, false, dw, false);
-    }
-    return {dx, dw, db, torch::Tensor()};
+    auto g = bf16_layer_backward(dy.to(torch::kBFloat16), rows, w, ctx->needs_input_grad(0), ctx->needs_input_grad(1));
+    if (g.dx.defined()) g.dx = shaped_like_input(g.dx, grads[0], w.size(1));
+    return {g.dx, g.dw, db, torch::Tensor()};
   }
 };
 
@@ -263,27 +274,14 @@ struct Bf16FeedForward : torch::autograd::Function<Bf16FeedForward> {
     const auto saved = ctx->get_saved_variables();
     const auto &rows = saved[0], &w1_16 = saved[1], &h16 = saved[2], &w2_16 = saved[3];
     const auto dy = grads[0].reshape({-1, w2_16.size(0)}).contiguous();
-    torch::Tensor db1, db2, dw1, dw2, dx;
+    torch::Tensor db1, db2;
     if (ctx->saved_data["has_b2"].toBool() && ctx->needs_input_grad(4)) db2 = dy.sum(0);
-    const auto dy16 = dy.to(torch::kBFloat16);
-    auto dh = torch::empty({dy.size(0), h16.size(1)}, dy.options());
-    gemm_bf16(dy16, false, w2_16, false, dh, false);
-    if (ctx->needs_input_grad(3)) {
-      dw2 = torch::empty({w2_16.size(0), w2_16.size(1)}, dy.options());
-      gemm_bf16(dy16, true, h16, false, dw2, false);
-    }
-    const auto dh16 = relu_backward(dh, h16, ctx->saved_data["has_b1"].toBool() && ctx->needs_input_grad(2), db1)
+    const auto fc2 = bf16_layer_backward(dy.to(torch::kBFloat16), h16, w2_16, /*want_dx=*/true, ctx->needs_input_grad(3));
+    const auto dh16 = relu_backward(fc2.dx, h16, ctx->saved_data["has_b1"].toBool() && ctx->needs_input_grad(2), db1)
                           .to(torch::kBFloat16);
-    if (ctx->needs_input_grad(0)) {
-      dx = torch::empty({rows.size(0), w1_16.size(1)}, dy.options());
-      gemm_bf16(dh16, false, w1_16, false, dx, false);
-      dx = shaped_like_input(dx, grads[0], w1_16.size(1));
-    }
-    if (ctx->needs_input_grad(1)) {
-      dw1 = torch::empty({w1_16.size(0), w1_16.size(1)}, dy.options());
-      gemm_bf16(dh16, true, rows, false, dw1, false);
-    }
-    return {dx, dw1, db1, dw2, db2};
+    auto fc1 = bf16_layer_backward(dh16, rows, w1_16, ctx->needs_input_grad(0), ctx->needs_input_grad(1));
+    if (fc1.dx.defined()) fc1.dx = shaped_like_input(fc1.dx, grads[0], w1_16.size(1));
+    return {fc1.dx, fc1.dw, db1, fc2.dw, db2};
   }
 };
 
