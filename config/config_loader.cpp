@@ -179,6 +179,9 @@ const std::vector<Field>& fields() {
       NMT_FIELD(data, spm_model_type, (OneOf{{"unigram", "bpe", "char", "word"}})),
       NMT_FIELD(data, spm_threads, (Range{1, 1024})),
       NMT_FIELD(data, spm_sample_lines, (Range{1, 1e12})),
+      NMT_FIELD(data, subword_samples, (Range{0, 64})),
+      NMT_FIELD(data, subword_nbest, (Range{2, 1000})),
+      NMT_FIELD(data, subword_alpha, (Range{0, 100})),
       NMT_FIELD(data, workers, (Range{0, 1024})),
       NMT_FIELD(data, num_shards, (Range{1, 100000})),
       NMT_FIELD(data, max_len, (Range{1, 100000})),
@@ -422,6 +425,9 @@ void validate(const Config& cfg, Needs needs) {
   check_schedule_budget(cfg, fail);
   if (cfg.eval.nbest > cfg.eval.beam)
     fail("eval.nbest", std::to_string(cfg.eval.nbest), fmt::format("must not exceed eval.beam = {}", cfg.eval.beam));
+  if (cfg.data.subword_samples > 0 && cfg.data.spm_model.empty() && cfg.data.spm_model_type != "unigram")
+    fail("data.subword_samples", std::to_string(cfg.data.subword_samples),
+         "needs data.spm_model_type: unigram (segmentations are drawn from a unigram model's n best)");
   if (cfg.data.src_lang.empty() || cfg.data.tgt_lang.empty() || cfg.data.src_lang == cfg.data.tgt_lang)
     fail("data.tgt_lang", cfg.data.tgt_lang, "source and target languages must be set and differ");
   if (needs == Needs::kRawData) {

@@ -35,6 +35,14 @@ struct DataConfig {
   // unigram trainer's suffix array took about 3.3 GB per million lines of WMT length (~130
   // characters; bench/data_scale), and 1M keeps preprocessing under 4 GB.
   int64_t spm_sample_lines = 1000000;
+  // Subword regularisation (data/subword_sampling.h; Kudo 2018): preprocess also writes this
+  // many sampled segmentations of every training corpus, line by line from its
+  // subword_nbest best with probability proportional to P^subword_alpha, as further shard
+  // splits ("<corpus>.sample<k>"); training draws micro-batches from the corpus and its
+  // samples alike (the corpus's weight shared equally). Unigram models only. 0 = off.
+  int64_t subword_samples = 0;
+  int64_t subword_nbest = 64;
+  double subword_alpha = 0.1;
   int64_t workers = 0;                 // threads that encode with SentencePiece (0 = one per core); shards are the same for any number
   int64_t num_shards = 4;              // shards written for the training split (others get one)
   int64_t max_len = 250;               // drop training pairs with a side longer than this (pieces)
@@ -46,6 +54,24 @@ struct DataConfig {
 inline std::vector<std::pair<std::string, double>> training_corpora(const DataConfig& cfg) {
   if (cfg.train_corpora.empty()) return {{cfg.train_split, 1.0}};
   return {cfg.train_corpora.begin(), cfg.train_corpora.end()};
+}
+
+// The shard split of training corpus `corpus`'s sampled segmentation k (1-based).
+inline std::string subword_sample_split(const std::string& corpus, int64_t k) {
+  return corpus + ".sample" + std::to_string(k);
+}
+
+// The shard splits training reads, with their weights: the training corpora, each followed by
+// its data.subword_samples sampled segmentations, which share the corpus's weight equally.
+inline std::vector<std::pair<std::string, double>> training_shard_splits(const DataConfig& cfg) {
+  if (cfg.subword_samples == 0) return training_corpora(cfg);
+  std::vector<std::pair<std::string, double>> out;
+  for (const auto& [corpus, weight] : training_corpora(cfg)) {
+    const double share = weight / static_cast<double>(cfg.subword_samples + 1);
+    out.emplace_back(corpus, share);
+    for (int64_t k = 1; k <= cfg.subword_samples; ++k) out.emplace_back(subword_sample_split(corpus, k), share);
+  }
+  return out;
 }
 
 inline bool is_training_corpus(const DataConfig& cfg, const std::string& split) {

@@ -8,6 +8,7 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <thread>
 #include <unordered_map>
@@ -22,6 +23,7 @@
 #include "data/encoded_pairs_spill.h"
 #include "data/reservoir_sample.h"
 #include "data/shard_io.h"
+#include "data/subword_sampling.h"
 #include "data/text_file.h"
 
 namespace fs = std::filesystem;
@@ -155,6 +157,13 @@ std::vector<RawSplit> find_raw_splits(const DataConfig& cfg) {
                     cfg.src_lang + "', data.tgt_lang = '" + cfg.tgt_lang + "', " + training_key(cfg) +
                     ", data.valid_split = '" + cfg.valid_split + "')");
   }
+  for (const auto& [corpus, weight] : training_corpora(cfg))
+    for (int64_t k = 1; k <= cfg.subword_samples; ++k)
+      if (std::find(names.begin(), names.end(), subword_sample_split(corpus, k)) != names.end())
+        throw DataError((fs::path(cfg.raw_dir) / (subword_sample_split(corpus, k) + "." + cfg.src_lang)).string() +
+                        ": a raw split has the name of training corpus '" + corpus + "''s sampled segmentation " +
+                        std::to_string(k) + " (data.subword_samples = " + std::to_string(cfg.subword_samples) +
+                        "): rename it");
   std::vector<RawSplit> splits;
   for (const std::string& name : names)
     splits.push_back({name, find_split_file(cfg.raw_dir, name, cfg.src_lang), find_split_file(cfg.raw_dir, name, cfg.tgt_lang)});
@@ -191,21 +200,43 @@ int worker_count(const DataConfig& cfg) {
   return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
-// Encodes src[i], tgt[i] into a[i], b[i] on `workers` threads. Each line has its own slot, so
-// the result does not depend on how lines were dealt to threads; SentencePiece's Encode is
-// const and safe to call concurrently. The first error is rethrown.
+// One block's encodings: a[i], b[i] the best segmentations of the i-th source and target
+// lines; sa[k][i], sb[k][i] their k-th sampled ones (data/subword_sampling.h), when on.
+struct EncodedBlock {
+  std::vector<std::vector<int>> a, b;
+  std::vector<std::vector<std::vector<int>>> sa, sb;
+};
+
+// Encodes one pair (line `line` of split `split`) into slot i of `out`.
+void encode_pair(const sentencepiece::SentencePieceProcessor& sp, const std::string& src, const std::string& tgt,
+                 const SubwordSampling& sampling, const std::string& split, int64_t line, size_t i, EncodedBlock& out) {
+  out.a[i] = encode(sp, src);
+  out.b[i] = encode(sp, tgt);
+  if (sampling.count == 0) return;
+  auto src_samples = sample_segmentations(sp, src, sampling, line_key(split, line, 0));
+  auto tgt_samples = sample_segmentations(sp, tgt, sampling, line_key(split, line, 1));
+  for (size_t k = 0; k < src_samples.size(); ++k) {
+    out.sa[k][i] = std::move(src_samples[k]);
+    out.sb[k][i] = std::move(tgt_samples[k]);
+  }
+}
+
+// Encodes the block's pairs (lines first_line... of split `split`) on `workers` threads. Each
+// line has its own slot, and each sampled draw its own key, so the result does not depend on
+// how lines were dealt to threads; SentencePiece's Encode and NBestEncode are const and safe to
+// call concurrently. The first error is rethrown.
 void encode_block(const sentencepiece::SentencePieceProcessor& sp, const std::vector<std::string>& src,
-                  const std::vector<std::string>& tgt, int workers, std::vector<std::vector<int>>& a,
-                  std::vector<std::vector<int>>& b) {
-  a.assign(src.size(), {});
-  b.assign(src.size(), {});
+                  const std::vector<std::string>& tgt, const SubwordSampling& sampling, const std::string& split,
+                  int64_t first_line, int workers, EncodedBlock& out) {
+  out.a.assign(src.size(), {});
+  out.b.assign(src.size(), {});
+  out.sa.assign(static_cast<size_t>(sampling.count), std::vector<std::vector<int>>(src.size()));
+  out.sb.assign(static_cast<size_t>(sampling.count), std::vector<std::vector<int>>(src.size()));
   std::vector<std::exception_ptr> errors(static_cast<size_t>(workers));
   auto work = [&](int w) {
     try {
-      for (size_t i = static_cast<size_t>(w); i < src.size(); i += static_cast<size_t>(workers)) {
-        a[i] = encode(sp, src[i]);
-        b[i] = encode(sp, tgt[i]);
-      }
+      for (size_t i = static_cast<size_t>(w); i < src.size(); i += static_cast<size_t>(workers))
+        encode_pair(sp, src[i], tgt[i], sampling, split, first_line + static_cast<int64_t>(i), i, out);
     } catch (...) {
       errors[static_cast<size_t>(w)] = std::current_exception();
     }
@@ -235,40 +266,54 @@ void read_block(LineReader& src_in, LineReader& tgt_in, size_t max, std::vector<
   tgt.resize(n);
 }
 
+// A sampled segmentation as kept: the best one where the sample is longer than data.max_len,
+// so that every sampled split keeps exactly the corpus's pairs.
+const std::vector<int>& within_max_len(const DataConfig& cfg, const std::vector<int>& sampled, const std::vector<int>& best) {
+  return static_cast<int64_t>(sampled.size()) > cfg.max_len ? best : sampled;
+}
+
 // Streams one split through SentencePiece, a block of lines at a time on data.workers threads,
-// and appends the kept pairs, in input order, to `out`. The training split drops pairs with an
-// empty side or a side longer than data.max_len (counted in `entry`); other splits keep every
-// line, as evaluation needs.
+// and appends the kept pairs, in input order, to `out` (and their sampled segmentations to
+// `samples`, one writer per sample, for a training corpus under data.subword_samples). The
+// training split drops pairs with an empty side or a side longer than data.max_len (counted in
+// `entry`); other splits keep every line, as evaluation needs.
 void encode_split(const DataConfig& cfg, const RawSplit& s, const sentencepiece::SentencePieceProcessor& sp,
-                  base::SignalDeferral& interrupts, std::FILE* log, EncodedPairsWriter& out, SplitEntry& entry) {
+                  base::SignalDeferral& interrupts, std::FILE* log, EncodedPairsWriter& out,
+                  std::vector<std::unique_ptr<EncodedPairsWriter>>& samples, SplitEntry& entry) {
   constexpr size_t kBlock = 8192;  // lines per block: progress and interrupts are checked between blocks
   const bool is_train = is_training_corpus(cfg, s.name);
+  const SubwordSampling sampling{static_cast<int64_t>(samples.size()), cfg.subword_nbest, cfg.subword_alpha};
   const int workers = worker_count(cfg);
   entry.raw_lines = s.lines;
   base::Progress progress("preprocess " + s.name, entry.raw_lines, log);
   LineReader src_in(s.src_path), tgt_in(s.tgt_path);
   std::vector<std::string> src_lines, tgt_lines;
-  std::vector<std::vector<int>> a, b;
+  EncodedBlock block;
   for (;;) {
     progress.update(src_in.lines_read());
     interrupts.throw_if_pending("preprocess " + s.name);
+    const int64_t first_line = src_in.lines_read();
     read_block(src_in, tgt_in, kBlock, src_lines, tgt_lines);
     if (src_lines.empty()) break;
-    encode_block(sp, src_lines, tgt_lines, workers, a, b);
+    encode_block(sp, src_lines, tgt_lines, sampling, s.name, first_line, workers, block);
     for (size_t i = 0; i < src_lines.size(); ++i) {
+      const auto &a = block.a[i], &b = block.b[i];
       if (is_train && (src_lines[i].empty() || tgt_lines[i].empty())) {
         ++entry.skipped_empty;
         continue;
       }
-      if (is_train && (static_cast<int64_t>(a[i].size()) > cfg.max_len || static_cast<int64_t>(b[i].size()) > cfg.max_len)) {
+      if (is_train && (static_cast<int64_t>(a.size()) > cfg.max_len || static_cast<int64_t>(b.size()) > cfg.max_len)) {
         ++entry.skipped_too_long;
         continue;
       }
-      out.append(a[i], b[i]);
+      out.append(a, b);
+      for (size_t k = 0; k < samples.size(); ++k)
+        samples[k]->append(within_max_len(cfg, block.sa[k][i], a), within_max_len(cfg, block.sb[k][i], b));
     }
   }
   progress.finish();
   out.close();
+  for (auto& w : samples) w->close();
   entry.examples = out.pairs();
   if (entry.examples == 0) throw DataError(s.src_path + ": no usable sentence pairs");
 }
@@ -276,20 +321,20 @@ void encode_split(const DataConfig& cfg, const RawSplit& s, const sentencepiece:
 // Writes a split's shards into `dir` from its encoded pairs (contiguous, near-equal ranges keep
 // the original order across shards; one shard in memory at a time) and records them in
 // `entry`; returns their file names.
-std::vector<std::string> write_split_shards(const DataConfig& cfg, const RawSplit& s, const Manifest& m,
+std::vector<std::string> write_split_shards(const std::string& name, int64_t shards_wanted, const Manifest& m,
                                             const std::string& pairs_path, const fs::path& dir,
                                             base::SignalDeferral& interrupts, SplitEntry& entry) {
   std::vector<std::string> files;
   EncodedPairsReader pairs(pairs_path);
-  const int64_t n_shards = std::min<int64_t>(is_training_corpus(cfg, s.name) ? cfg.num_shards : 1, entry.examples);
+  const int64_t n_shards = std::min<int64_t>(shards_wanted, entry.examples);
   for (int64_t k = 0; k < n_shards; ++k) {
     const int64_t lo = entry.examples * k / n_shards, hi = entry.examples * (k + 1) / n_shards;
     FlatIds s_part, t_part;
     pairs.read(hi - lo, s_part, t_part);
-    interrupts.throw_if_pending("preprocess " + s.name);
-    const std::string file = shard_file_name(s.name, k, n_shards);
+    interrupts.throw_if_pending("preprocess " + name);
+    const std::string file = shard_file_name(name, k, n_shards);
     const std::string path = (dir / file).string();
-    write_shard(path, {kShardFormatVersion, s.name, k, n_shards, hi - lo, m.vocab_size, m.spm_sha256}, s_part, t_part);
+    write_shard(path, {kShardFormatVersion, name, k, n_shards, hi - lo, m.vocab_size, m.spm_sha256}, s_part, t_part);
     entry.shards.push_back({file, hi - lo, base::sha256_file(path)});
     files.push_back(file);
   }
@@ -303,21 +348,30 @@ std::vector<std::string> write_all(const DataConfig& cfg, const std::vector<RawS
                                    const fs::path& tmp, base::SignalDeferral& interrupts, std::FILE* log, Manifest& m) {
   std::vector<std::string> outputs;
   write_file_bytes((tmp / kSpmModelName).string(), proto);
+  auto pairs_path = [&](const std::string& split) { return (tmp / (split + ".encoded-pairs")).string(); };
   for (const RawSplit& s : splits) {
+    const bool is_train = is_training_corpus(cfg, s.name);
+    const int64_t shards_wanted = is_train ? cfg.num_shards : 1;
+    std::vector<std::string> names{s.name};  // the split, then its sampled segmentations
+    for (int64_t k = 1; is_train && k <= cfg.subword_samples; ++k) names.push_back(subword_sample_split(s.name, k));
     SplitEntry entry;
-    const std::string pairs_path = (tmp / (s.name + ".encoded-pairs")).string();
     {
-      EncodedPairsWriter pairs(pairs_path);
-      encode_split(cfg, s, sp, interrupts, log, pairs, entry);
+      EncodedPairsWriter pairs(pairs_path(s.name));
+      std::vector<std::unique_ptr<EncodedPairsWriter>> samples;
+      for (size_t k = 1; k < names.size(); ++k) samples.push_back(std::make_unique<EncodedPairsWriter>(pairs_path(names[k])));
+      encode_split(cfg, s, sp, interrupts, log, pairs, samples, entry);
     }
-    const std::vector<std::string> files = write_split_shards(cfg, s, m, pairs_path, tmp, interrupts, entry);
-    fs::remove(pairs_path);
-    outputs.insert(outputs.end(), files.begin(), files.end());
-    std::fprintf(log, "preprocess: %s: %lld pairs in %lld shard(s); skipped %lld with an empty side, %lld longer than max_len %lld\n",
-                 s.name.c_str(), static_cast<long long>(entry.examples), static_cast<long long>(files.size()),
-                 static_cast<long long>(entry.skipped_empty), static_cast<long long>(entry.skipped_too_long),
-                 static_cast<long long>(cfg.max_len));
-    m.splits[s.name] = std::move(entry);
+    for (const std::string& name : names) {
+      SplitEntry e = entry;  // a sampled split keeps exactly the corpus's pairs
+      const std::vector<std::string> files = write_split_shards(name, shards_wanted, m, pairs_path(name), tmp, interrupts, e);
+      fs::remove(pairs_path(name));
+      outputs.insert(outputs.end(), files.begin(), files.end());
+      std::fprintf(log, "preprocess: %s: %lld pairs in %lld shard(s); skipped %lld with an empty side, %lld longer than max_len %lld\n",
+                   name.c_str(), static_cast<long long>(e.examples), static_cast<long long>(files.size()),
+                   static_cast<long long>(e.skipped_empty), static_cast<long long>(e.skipped_too_long),
+                   static_cast<long long>(cfg.max_len));
+      m.splits[name] = std::move(e);
+    }
   }
   write_file_bytes((tmp / kManifestName).string(), m.to_json());
   outputs.push_back(kSpmModelName);

@@ -52,7 +52,7 @@ Trainer::Trainer(const config::Config& cfg, const dist::ProcessGroup& group, Ble
   comm_ = dist::make_communicator(cfg_.dist, group_, device_);
   runtime::check_every_rank_sees_the_run(cfg_, *comm_);  // before any rank reads shards: one message names the host
   std::vector<std::string> corpus_names;
-  for (const auto& [name, weight] : data::training_corpora(cfg_.data)) corpus_names.push_back(name);
+  for (const auto& [name, weight] : data::training_shard_splits(cfg_.data)) corpus_names.push_back(name);
   train_ = std::make_unique<data::ShardedCorpus>(cfg_.data.shard_dir, corpus_names);
   valid_ = std::make_unique<data::ShardedCorpus>(cfg_.data.shard_dir, cfg_.data.valid_split);
   special_ = train_->manifest().special;
@@ -80,7 +80,7 @@ Trainer::Trainer(const config::Config& cfg, const dist::ProcessGroup& group, Ble
                                                   cfg_.dist.overlap, cfg_.dist.deterministic_reduce,
                                                   dist::wire_dtype(cfg_.dist.grad_dtype));
   std::vector<data::CorpusSpan> spans;
-  const auto corpora = data::training_corpora(cfg_.data);
+  const auto corpora = data::training_shard_splits(cfg_.data);
   for (size_t k = 0; k < corpora.size(); ++k)
     spans.push_back({train_->split_begin()[k], train_->split_begin()[k + 1], corpora[k].second});
   planner_ = std::make_unique<data::BatchPlanner>(

@@ -17,9 +17,23 @@ PREPROCESS_KEYS = ("data.raw_dir", "data.src_lang", "data.tgt_lang", "data.train
                    "data.num_shards", "data.max_len")
 
 
+# Keys that change what `preprocess` writes only when set away from their default: they join a
+# point's settings (and its directory's hash) only then, so directories made before they existed
+# keep their names.
+PREPROCESS_KEYS_IF_SET = {"data.train_corpora": "{}", "data.spm_sample_lines": "1000000", "data.subword_samples": "0"}
+SUBWORD_KEYS = ("data.subword_nbest", "data.subword_alpha")
+
+
 def data_settings(resolved):
-    """The preprocessing settings of a resolved config, in PREPROCESS_KEYS order."""
-    return {key: resolved.get(key) for key in PREPROCESS_KEYS}
+    """The preprocessing settings of a resolved config, in PREPROCESS_KEYS order, then the
+    PREPROCESS_KEYS_IF_SET that are set (with subword sampling's own keys when it is on)."""
+    settings = {key: resolved.get(key) for key in PREPROCESS_KEYS}
+    for key, default in PREPROCESS_KEYS_IF_SET.items():
+        if key in resolved and str(resolved[key]) != default:
+            settings[key] = resolved[key]
+    if "data.subword_samples" in settings:
+        settings.update({key: resolved.get(key) for key in SUBWORD_KEYS})
+    return settings
 
 
 def own_shard_dir(ctx, point):
@@ -37,7 +51,7 @@ def assign_shard_dirs(ctx):
     own, get SHARDS/<settings>; the others use the config's shard_dir as it is."""
     for point in ctx.sweep.points:
         keys = {word.split("=", 1)[0] for word in ctx.sweep.overrides(point)}
-        if keys & set(PREPROCESS_KEYS) and "data.shard_dir" not in keys:
+        if keys & (set(PREPROCESS_KEYS) | set(PREPROCESS_KEYS_IF_SET) | set(SUBWORD_KEYS)) and "data.shard_dir" not in keys:
             ctx.shard_dirs[point.name] = own_shard_dir(ctx, point)
 
 
