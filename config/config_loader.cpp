@@ -186,6 +186,7 @@ const std::vector<Field>& fields() {
       NMT_FIELD(data, num_shards, (Range{1, 100000})),
       NMT_FIELD(data, max_len, (Range{1, 100000})),
       NMT_FIELD(data, max_tokens, (Range{2, 1e9})),
+      NMT_FIELD(data, preload_mb, (Range{0, 1e9})),
       NMT_FIELD(model, d_model, (Range{1, 65536})),
       NMT_FIELD(model, ffn_dim, (Range{1, 1e6})),
       NMT_FIELD(model, heads, (Range{1, 1024})),

@@ -2,6 +2,8 @@
 
 #include <hdf5.h>
 
+#include <algorithm>
+#include <tuple>
 #include <utility>
 
 #include "data/data_error.h"
@@ -248,9 +250,40 @@ std::pair<int64_t, int64_t> read_bounds(hid_t ds, int64_t i, int64_t ids, const 
 }
 }  // namespace
 
+int64_t ShardReader::preload_bytes() const { return 16 * (header_.num_examples + 1) + 4 * (src_ids_ + tgt_ids_); }
+
+void ShardReader::preload() {
+  if (preloaded_) return;
+  for (auto [mem, offsets, tokens, ids, side] :
+       {std::tuple<FlatIds*, hid_t, hid_t, int64_t, std::string>{&src_mem_, h_->src_offsets.get(), h_->src_tokens.get(), src_ids_, "src"},
+        {&tgt_mem_, h_->tgt_offsets.get(), h_->tgt_tokens.get(), tgt_ids_, "tgt"}}) {
+    mem->offsets = read_offsets(offsets, header_.num_examples + 1, ids, "/" + side + "/offsets", path_);
+    mem->tokens.assign(static_cast<size_t>(ids), 0);
+    if (ids > 0)
+      check(H5Dread(tokens, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, mem->tokens.data()), path_,
+            "read /" + side + "/tokens");
+    const auto bad = std::find_if(mem->tokens.begin(), mem->tokens.end(),
+                                  [&](int32_t id) { return id < 0 || id >= header_.vocab_size; });
+    if (bad != mem->tokens.end()) {
+      const int64_t at = bad - mem->tokens.begin();
+      const int64_t example = std::upper_bound(mem->offsets.begin(), mem->offsets.end(), at) - mem->offsets.begin() - 1;
+      throw DataError(path_ + ": field '/" + side + "/tokens' holds id " + std::to_string(*bad) + " in example " +
+                      std::to_string(example) + ", outside the vocabulary [0, " + std::to_string(header_.vocab_size) + ")");
+    }
+    token_bytes_read_ += 4 * ids;
+  }
+  preloaded_ = true;
+}
+
 void ShardReader::read_example(int64_t i, std::vector<int32_t>* src, std::vector<int32_t>* tgt) {
   if (i < 0 || i >= header_.num_examples)
     throw DataError(path_ + ": example " + std::to_string(i) + " out of range [0, " + std::to_string(header_.num_examples) + ")");
+  if (preloaded_) {
+    for (auto [mem, out] : {std::pair<const FlatIds*, std::vector<int32_t>*>{&src_mem_, src}, {&tgt_mem_, tgt}})
+      out->insert(out->end(), mem->tokens.begin() + mem->offsets[static_cast<size_t>(i)],
+                  mem->tokens.begin() + mem->offsets[static_cast<size_t>(i) + 1]);
+    return;
+  }
   const auto [s0, s1] = read_bounds(h_->src_offsets.get(), i, src_ids_, path_, "/src/offsets");
   const auto [t0, t1] = read_bounds(h_->tgt_offsets.get(), i, tgt_ids_, path_, "/tgt/offsets");
   read_range(h_->src_tokens.get(), s0, s1, src, header_.vocab_size, path_, "/src/tokens", i);

@@ -95,4 +95,17 @@ int64_t ShardedCorpus::token_bytes_read() const {
   return n;
 }
 
+int64_t ShardedCorpus::preload_bytes() const {
+  int64_t n = 0;
+  for (const auto& s : shards_) n += s.preload_bytes();
+  return n;
+}
+
+int64_t ShardedCorpus::preload_within(int64_t max_bytes) {
+  const int64_t n = preload_bytes();
+  if (n > max_bytes) return 0;
+  for (auto& s : shards_) s.preload();
+  return n;
+}
+
 }  // namespace nmt::data

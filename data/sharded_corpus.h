@@ -35,6 +35,12 @@ class ShardedCorpus {
   void read(int64_t i, std::vector<int32_t>* src, std::vector<int32_t>* tgt);
   // Token bytes read from shard files so far (checksums not included).
   int64_t token_bytes_read() const;
+  // Reads every shard whole into memory (ShardReader::preload) when they hold at most
+  // `max_bytes` together, so that read() copies from memory; returns the bytes held then, and
+  // 0 (reading per example, as before) when they hold more.
+  int64_t preload_within(int64_t max_bytes);
+  // The bytes the shards would hold in memory (both sides' offsets and ids).
+  int64_t preload_bytes() const;
 
  private:
   void open_split(const std::string& split);

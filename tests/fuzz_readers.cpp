@@ -174,6 +174,8 @@ int main(int argc, char** argv) {
          nmt::data::ShardedCorpus corpus(d.string(), "train");
          std::vector<int32_t> s, t;
          for (int64_t i = 0; i < corpus.size(); ++i) corpus.read(i, &s, &t);
+         corpus.preload_within(int64_t{1} << 30);  // read whole too: the same checks, the other path
+         for (int64_t i = 0; i < corpus.size(); ++i) corpus.read(i, &s, &t);
        },
        is(static_cast<const nmt::data::DataError*>(nullptr))},
       {"checkpoint", false, ckpt_seed,

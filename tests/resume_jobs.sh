@@ -39,6 +39,11 @@ case $mode in
     run 1 reg_stop "${reg[@]}" --resume auto || fail "regularisers resume"
     grep -q "resumed from reg_stop/last.pt at update 4" reg_stop.log || { grep resumed reg_stop.log; fail "regularisers resume point"; }
     same reg_straight/last.pt reg_stop/last.pt
+    # Shards read per example (data.preload_mb=0) train bit for bit as shards read whole at start.
+    run 1 reg_on_disk "${reg[@]}" data.preload_mb=0 || fail "regularisers, shards read per example"
+    grep -q "shards read per example" reg_on_disk.log && grep -q "shards in memory" reg_straight.log ||
+      fail "the start lines do not say where the shards are read from"
+    same reg_straight/last.pt reg_on_disk/last.pt
     # LayerDrop: Adam leaves a layer that no micro-batch ran alone (as torch's AdamW a parameter
     # whose .grad is None): its step count stays behind the update count, the same for every
     # parameter of the layer, while the embedding's counts every update.

@@ -39,6 +39,24 @@ TEST(Shards, RoundTripEqualsInput) {
   expect_reads_back(corpus, pairs);
 }
 
+TEST(Shards, PreloadedReadsEqualInputAndCountTheBytesOnce) {
+  TempDir dir;
+  auto pairs = random_pairs(101, 9, kVocab);
+  pairs[5].src.clear();
+  write_shard_dir(dir.path(), pairs, 3, kVocab);
+  ShardedCorpus corpus(dir.path().string(), "train");
+  int64_t ids = 0;
+  for (const auto& p : pairs) ids += static_cast<int64_t>(p.src.size() + p.tgt.size());
+  const int64_t bytes = 16 * (101 + 3) + 4 * ids;  // 3 shards: 2 offset arrays of n + 1 each, then the ids
+  EXPECT_EQ(corpus.preload_bytes(), bytes);
+  EXPECT_EQ(corpus.preload_within(bytes - 1), 0);  // over the budget: left on disk
+  EXPECT_EQ(corpus.token_bytes_read(), 0);
+  EXPECT_EQ(corpus.preload_within(bytes), bytes);
+  EXPECT_EQ(corpus.token_bytes_read(), 4 * ids);
+  expect_reads_back(corpus, pairs);
+  EXPECT_EQ(corpus.token_bytes_read(), 4 * ids);  // reads from memory read no file
+}
+
 TEST(Shards, SameInputGivesSameBytes) {
   TempDir a, b;
   auto pairs = random_pairs(50, 7, kVocab);
@@ -136,6 +154,9 @@ TEST(Shards, OutOfRangeTokenId) {
   std::vector<int32_t> s, t;
   EXPECT_NO_THROW(corpus.read(2, &s, &t));
   EXPECT_THROW_WITH(corpus.read(3, &s, &t), DataError, "train-00000-of-00001.h5", "/tgt/tokens",
+                    std::to_string(kVocab + 7), "example 3");
+  // Read whole, the shard is refused at once, naming the same example.
+  EXPECT_THROW_WITH(corpus.preload_within(1 << 20), DataError, "train-00000-of-00001.h5", "/tgt/tokens",
                     std::to_string(kVocab + 7), "example 3");
 }
 

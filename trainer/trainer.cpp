@@ -55,6 +55,7 @@ Trainer::Trainer(const config::Config& cfg, const dist::ProcessGroup& group, Ble
   for (const auto& [name, weight] : data::training_shard_splits(cfg_.data)) corpus_names.push_back(name);
   train_ = std::make_unique<data::ShardedCorpus>(cfg_.data.shard_dir, corpus_names);
   valid_ = std::make_unique<data::ShardedCorpus>(cfg_.data.shard_dir, cfg_.data.valid_split);
+  preload_shards();
   special_ = train_->manifest().special;
   check_sentences_fit();
   valid_batches_ = data::pack_micro_batches(valid_->src_lengths(), valid_->tgt_lengths(), cfg_.data.max_tokens);
@@ -347,6 +348,18 @@ void Trainer::announce_start(bool resumed) {
     mixture += fmt::format("{}{} ({} pairs, weight {}: {:.1f}% of micro-batches)", k ? ", " : "", train_->splits()[k],
                            spans[k].end - spans[k].begin, spans[k].weight, 100 * spans[k].weight / total_weight);
   if (!mixture.empty()) log_.info("training corpora: " + mixture);
+}
+
+// data.preload_mb: training and validation shards that fit it together are read whole now, and
+// batches are copied from memory; larger ones are read per example (data/sharded_corpus.h).
+void Trainer::preload_shards() {
+  const int64_t budget = cfg_.data.preload_mb << 20, wanted = train_->preload_bytes() + valid_->preload_bytes();
+  if (wanted <= budget && train_->preload_within(budget) + valid_->preload_within(budget) > 0)
+    log_.info(fmt::format("shards in memory: {:.1f} MB (data.preload_mb = {})", static_cast<double>(wanted) / (1 << 20),
+                          cfg_.data.preload_mb));
+  else
+    log_.info(fmt::format("shards read per example: {:.1f} MB is more than data.preload_mb = {}",
+                          static_cast<double>(wanted) / (1 << 20), cfg_.data.preload_mb));
 }
 
 // Inputs that would otherwise fail only at the first validation, or at a random update, are

@@ -123,6 +123,7 @@ class Trainer {
   // The steps of run(), in order.
   bool resume_or_start(const std::string& resume);
   void check_sentences_fit() const;
+  void preload_shards();
   void choose_cpu_precision();
   std::string gemm_text() const;
   void check_ranks_agree_on_start();  // same position everywhere, then rank 0's parameters
