@@ -55,7 +55,6 @@ Trainer::Trainer(const config::Config& cfg, const dist::ProcessGroup& group, Ble
   for (const auto& [name, weight] : data::training_shard_splits(cfg_.data)) corpus_names.push_back(name);
   train_ = std::make_unique<data::ShardedCorpus>(cfg_.data.shard_dir, corpus_names);
   valid_ = std::make_unique<data::ShardedCorpus>(cfg_.data.shard_dir, cfg_.data.valid_split);
-  preload_shards();
   special_ = train_->manifest().special;
   check_sentences_fit();
   valid_batches_ = data::pack_micro_batches(valid_->src_lengths(), valid_->tgt_lengths(), cfg_.data.max_tokens);
@@ -92,6 +91,7 @@ Trainer::Trainer(const config::Config& cfg, const dist::ProcessGroup& group, Ble
   // Dropout differs per rank (different data deserve different masks), yet is reproducible.
   torch::manual_seed(static_cast<uint64_t>(cfg_.train.seed) * 1000003ull + static_cast<uint64_t>(group_.rank()));
   if (cfg_.debug.anomaly) torch::autograd::AnomalyMode::set_enabled(true);
+  preload_shards();  // last: after every check that may refuse the run
 }
 
 Trainer::~Trainer() = default;
@@ -348,18 +348,20 @@ void Trainer::announce_start(bool resumed) {
     mixture += fmt::format("{}{} ({} pairs, weight {}: {:.1f}% of micro-batches)", k ? ", " : "", train_->splits()[k],
                            spans[k].end - spans[k].begin, spans[k].weight, 100 * spans[k].weight / total_weight);
   if (!mixture.empty()) log_.info("training corpora: " + mixture);
+  log_.info(shards_where_);
 }
 
 // data.preload_mb: training and validation shards that fit it together are read whole now, and
 // batches are copied from memory; larger ones are read per example (data/sharded_corpus.h).
+// The start line (announce_start) says which.
 void Trainer::preload_shards() {
   const int64_t budget = cfg_.data.preload_mb << 20, wanted = train_->preload_bytes() + valid_->preload_bytes();
+  const double mb = static_cast<double>(wanted) / (1 << 20);
   if (wanted <= budget && train_->preload_within(budget) + valid_->preload_within(budget) > 0)
-    log_.info(fmt::format("shards in memory: {:.1f} MB (data.preload_mb = {})", static_cast<double>(wanted) / (1 << 20),
-                          cfg_.data.preload_mb));
+    shards_where_ = fmt::format("shards in memory: {:.1f} MB (data.preload_mb = {})", mb, cfg_.data.preload_mb);
   else
-    log_.info(fmt::format("shards read per example: {:.1f} MB is more than data.preload_mb = {}",
-                          static_cast<double>(wanted) / (1 << 20), cfg_.data.preload_mb));
+    shards_where_ = fmt::format("shards read per example: {:.1f} MB is more than data.preload_mb = {}", mb,
+                                cfg_.data.preload_mb);
 }
 
 // Inputs that would otherwise fail only at the first validation, or at a random update, are

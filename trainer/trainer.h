@@ -123,7 +123,7 @@ class Trainer {
   // The steps of run(), in order.
   bool resume_or_start(const std::string& resume);
   void check_sentences_fit() const;
-  void preload_shards();
+  void preload_shards();  // data.preload_mb; sets shards_where_
   void choose_cpu_precision();
   std::string gemm_text() const;
   void check_ranks_agree_on_start();  // same position everywhere, then rank 0's parameters
@@ -146,6 +146,7 @@ class Trainer {
   std::unique_ptr<dist::Communicator> comm_;
   std::unique_ptr<data::ShardedCorpus> train_, valid_;
   std::vector<data::MicroBatch> valid_batches_;  // packed once, checked at start
+  std::string shards_where_;  // the start line's words on where the shards are read from
   data::SpecialIds special_;
   model::Transformer model_{nullptr};
   runtime::GemmDecision gemm_;  // train.gemm as decided at start (or kept from the resumed checkpoint)
