@@ -39,6 +39,9 @@ err=$(bash "$root/bench/compare" --compile fast 2>&1); rc=$?
 [ "$rc" = 2 ] && grep -qF "bench/compare: --compile: unknown mode 'fast'" <<<"$err" || fail "compare --compile fast: exit $rc: $err"
 err=$(bash "$root/bench/compare" --compile 2>&1); rc=$?
 [ "$rc" = 2 ] && grep -qF "bench/compare: --compile needs a mode" <<<"$err" || fail "compare --compile: exit $rc: $err"
+err=$(bash "$root/bench/compare" --profile "$scratch/no_such_dir" 2>&1); rc=$?
+[ "$rc" = 2 ] && grep -qF "bench/compare: --profile: '$scratch/no_such_dir' is not a directory" <<<"$err" &&
+  [ ! -e "$scratch/no_such_dir" ] || fail "compare --profile into a missing directory: exit $rc: $err"
 err=$(python3 "$root/bench/decode" --ct2-compute-type int4 2>&1); rc=$?
 [ "$rc" = 2 ] && grep -qF "argument --ct2-compute-type: invalid choice: 'int4'" <<<"$err" || fail "decode --ct2-compute-type int4: exit $rc: $err"
 err=$(python3 "$root/bench/decode" --precision fp16 2>&1); rc=$?
