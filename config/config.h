@@ -59,6 +59,8 @@ struct TrainConfig {
   int64_t validate_interval_updates = 1000;  // validate every N updates (and at the end)
   int64_t save_interval_updates = 1000;      // write update_<N>.pt every N updates (0 = only last/best)
   int64_t keep_last = 5;          // keep this many update_<N>.pt checkpoints (0 = keep all)
+  int64_t keep_best = 0;          // also keep the update_<N>.pt of the N validations with the lowest loss
+                                  // (every validation then writes one), for `average --best N`
   int64_t log_interval = 10;      // log training metrics every N updates
   bool tensorboard = true;        // also write the metrics as TensorBoard event files in save_dir (rank 0)
   int64_t patience = 0;           // stop after N validations without improvement (0 = off)

@@ -228,6 +228,7 @@ const std::vector<Field>& fields() {
       NMT_FIELD(train, validate_interval_updates, (Range{1, 1e15})),
       NMT_FIELD(train, save_interval_updates, (Range{0, 1e15})),
       NMT_FIELD(train, keep_last, (Range{0, 1e9})),
+      NMT_FIELD(train, keep_best, (Range{0, 1e9})),
       NMT_FIELD(train, log_interval, (Range{1, 1e15})),
       NMT_FIELD(train, tensorboard, Any{}),
       NMT_FIELD(train, patience, (Range{0, 1e9})),

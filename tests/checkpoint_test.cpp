@@ -1,6 +1,7 @@
 // Checkpoints: round trip, verified loads, clear errors, and averaging.
 #include "base/sha256.h"
 #include "checkpoint/average.h"
+#include "checkpoint/best_validations.h"
 #include "checkpoint/checkpoint.h"
 #include "model/transformer.h"
 #include "tests/test_util.h"
@@ -83,6 +84,24 @@ TEST(Checkpoint, ABadTransposedForwardFieldNamesFileAndField) {
   c.gemm_transposed_forward = "256x1024,256xoops";
   save_checkpoint(c, dir.file("a.pt"));
   EXPECT_THROW_WITH(load_checkpoint(dir.file("a.pt")), CheckpointError, "a.pt", "gemm_transposed_forward", "256xoops");
+}
+
+// Hand-ranked history: losses 2.0 (u10), 1.5 (u20), 1.2 (u30, validated twice: the last
+// record counts), 1.5 (u40, ties u20 and wins as the later), a training record in between.
+TEST(Checkpoint, BestValidatedUpdatesRanksByLossThenLaterUpdate) {
+  const std::string history = R"([{"event":"valid","update":10,"valid_loss":2.0},
+    {"event":"valid","update":20,"valid_loss":1.5},{"event":"train","update":25,"loss":0.1},
+    {"event":"valid","update":30,"valid_loss":0.9},{"event":"valid","update":30,"valid_loss":1.2},
+    {"event":"valid","update":40,"valid_loss":1.5}])";
+  EXPECT_EQ(nmt::checkpoint::best_validated_updates(history, 1, "h"), (std::vector<int64_t>{30}));
+  EXPECT_EQ(nmt::checkpoint::best_validated_updates(history, 2, "h"), (std::vector<int64_t>{30, 40}));
+  EXPECT_EQ(nmt::checkpoint::best_validated_updates(history, 3, "h"), (std::vector<int64_t>{20, 30, 40}));
+  EXPECT_EQ(nmt::checkpoint::best_validated_updates(history, 9, "h"), (std::vector<int64_t>{10, 20, 30, 40}));
+  EXPECT_TRUE(nmt::checkpoint::best_validated_updates("[]", 3, "h").empty());
+  EXPECT_THROW_WITH(nmt::checkpoint::best_validated_updates(R"([{"event":"valid","update":"x"}])", 1, "run/last.pt"),
+                    CheckpointError, "run/last.pt: field 'metrics' has a validation record");
+  EXPECT_THROW_WITH(nmt::checkpoint::best_validated_updates("{", 1, "run/last.pt"), CheckpointError,
+                    "run/last.pt: field 'metrics' is not JSON");
 }
 
 TEST(Checkpoint, ShapeMismatchNamesTheParameter) {

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <regex>
 
+#include "checkpoint/best_validations.h"
 #include "checkpoint/model_setup.h"
 #include "config/config_error.h"
 #include "config/config_loader.h"
@@ -72,7 +73,7 @@ checkpoint::Checkpoint Trainer::make_checkpoint() {
   return c;
 }
 
-void Trainer::save(bool best, bool best_bleu) {
+void Trainer::save(bool best, bool best_bleu, bool validated) {
   const checkpoint::Checkpoint c = make_checkpoint();  // on every rank: it gathers RNG states
   if (!group_.is_main()) return;
   const fs::path dir(cfg_.train.save_dir);
@@ -81,17 +82,29 @@ void Trainer::save(bool best, bool best_bleu) {
   if (cfg_.debug.kill_in_save == update_)
     crash = [] { std::raise(SIGKILL); };  // fault injection: die with a complete temporary file
   checkpoint::save_checkpoint(c, (dir / "last.pt").string(), crash);
-  if (cfg_.train.save_interval_updates > 0 && update_ % cfg_.train.save_interval_updates == 0) {
+  const bool on_interval = cfg_.train.save_interval_updates > 0 && update_ % cfg_.train.save_interval_updates == 0;
+  if (on_interval || (validated && cfg_.train.keep_best > 0)) {
     checkpoint::save_checkpoint(c, (dir / fmt::format("update_{}.pt", update_)).string());
-    auto all = periodic_checkpoints(dir);
-    // keep_last: remove the oldest periodic checkpoints beyond the newest N.
-    for (size_t i = 0; cfg_.train.keep_last > 0 && i + cfg_.train.keep_last < all.size(); ++i) {
-      fs::remove(all[i].second);
-      fs::remove(all[i].second.string() + ".sha256");
-    }
+    prune_periodic_checkpoints();
   }
   if (best) checkpoint::save_checkpoint(c, (dir / "best.pt").string());
   if (best_bleu) checkpoint::save_checkpoint(c, (dir / "best_bleu.pt").string());
+}
+
+// keep_last: remove the oldest periodic checkpoints beyond the newest N, sparing those of
+// the keep_best validations with the lowest loss (validation records of history_).
+void Trainer::prune_periodic_checkpoints() const {
+  if (cfg_.train.keep_last == 0) return;
+  const std::vector<int64_t> best =
+      cfg_.train.keep_best > 0
+          ? checkpoint::best_validated_updates(history_.dump(), cfg_.train.keep_best, "this run's validations")
+          : std::vector<int64_t>{};
+  const auto all = periodic_checkpoints(cfg_.train.save_dir);
+  for (size_t i = 0; i + cfg_.train.keep_last < all.size(); ++i) {
+    if (std::binary_search(best.begin(), best.end(), all[i].first)) continue;
+    fs::remove(all[i].second);
+    fs::remove(all[i].second.string() + ".sha256");
+  }
 }
 
 std::optional<std::pair<std::string, checkpoint::Checkpoint>> Trainer::find_resume_checkpoint() {

@@ -57,7 +57,7 @@ void Trainer::validate_and_save(const char* label, double wall_s) {
   if (bleu_) rec["valid_bleu"] = bleu;
   log_.metrics(rec);
   history_.push_back(rec);
-  save(loss_improved, bleu_improved);
+  save(loss_improved, bleu_improved, /*validated=*/true);
 }
 
 void Trainer::check_params_agree() {

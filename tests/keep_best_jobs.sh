@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Averaging by validation: `train.keep_best N` keeps the update_<N>.pt of the N validations
+# with the lowest loss beside keep_last's newest, and `average --best N RUN_DIR` averages
+# exactly those. The expected files come from metrics.jsonl, read here in Python; the
+# average must be byte-identical to `average` given the same files by hand; a resumed run
+# keeps the same files as an uninterrupted one; and each bad input is refused, naming it,
+# with the output left alone.
+#   keep_best_jobs.sh BUILD_DIR PYTHON
+set -uo pipefail
+build=$1 python=$2
+PRE=$build/data/preprocess TRAIN=$build/trainer/train AVG=$build/trainer/average
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+here=$(cd "$(dirname "$0")" && pwd)
+cd "$tmp"
+fail() { echo "FAIL: $*"; exit 1; }
+expect_error() {
+  local what=$1 needle=$2; shift 2
+  if "$@" > out.txt 2> err.txt; then fail "$what: exit 0"; fi
+  grep -qF -- "$needle" err.txt || { cat err.txt; fail "$what: message lacks '$needle'"; }
+  echo "ok: $what -> $(head -1 err.txt | head -c 240)"
+}
+
+"$python" "$here/make_toy_corpus.py" raw
+# A high learning rate on the toy corpus: the validation loss bottoms out and rises again
+# before the end, so the best validations are neither the first nor the newest.
+cat > c.yaml <<'YAML'
+data: {raw_dir: raw, shard_dir: shards, vocab_size: 40, num_shards: 2, max_tokens: 300}
+model: {d_model: 32, ffn_dim: 64, heads: 4, encoder_layers: 1, decoder_layers: 1, dropout: 0.0}
+schedule: {type: inverse_sqrt, lr: 0.03, warmup_updates: 5}
+train: {max_updates: 110, threads: 1, log_interval: 50, validate_interval_updates: 5, save_interval_updates: 20, keep_last: 1, keep_best: 3, save_dir: run, tensorboard: false}
+YAML
+"$PRE" --config c.yaml > /dev/null 2>&1 || fail preprocess
+"$TRAIN" --config c.yaml 2> train.err || { cat train.err; fail train; }
+
+# Expected: the 3 lowest validation losses of metrics.jsonl (ties: the later update), plus the newest.
+expected=$("$python" - <<'PY'
+import json
+recs = [json.loads(l) for l in open("run/metrics.jsonl") if '"event":"valid"' in l]
+by_update = {r["update"]: r["valid_loss"] for r in recs}
+best = sorted(by_update, key=lambda u: (by_update[u], -u))[:3]
+newest = max(by_update)
+assert newest not in best, f"the toy run's newest validation is among the best: {best}; the test needs a rise"
+assert min(by_update) not in best, best
+print(" ".join(f"update_{u}.pt" for u in sorted(set(best) | {newest})))
+PY
+) || fail "reading metrics.jsonl"
+kept=$(cd run && ls update_*.pt | sort -t_ -k2 -n | tr '\n' ' ' | sed 's/ $//')
+[ "$kept" = "$expected" ] || fail "kept '$kept', expected '$expected' (keep_best 3 + keep_last 1)"
+echo "ok: keep_best 3 + keep_last 1 kept exactly $kept"
+
+# average --best 3 == average of the same three files named by hand, byte for byte.
+best3=$(echo "$expected" | tr ' ' '\n' | head -3 | sed 's|^|run/|')
+"$AVG" --output by_hand.pt $best3 2> /dev/null || fail "average by hand"
+"$AVG" --output by_val.pt --best 3 run 2> avg.err || { cat avg.err; fail "average --best 3"; }
+cmp by_hand.pt by_val.pt || fail "average --best 3 differs from averaging $best3"
+echo "ok: average --best 3 == average $(echo $best3)"
+
+# Interrupted at update 50 and resumed: the same files as the uninterrupted run.
+sed -e 's/save_dir: run/save_dir: run2/' c.yaml > r.yaml
+"$TRAIN" --config r.yaml train.max_updates=50 2> /dev/null || fail "first half"
+"$TRAIN" --config r.yaml --resume auto 2> /dev/null || fail "resumed half"
+kept2=$(cd run2 && ls update_*.pt | sort -t_ -k2 -n | tr '\n' ' ' | sed 's/ $//')
+[ "$kept2" = "$kept" ] || fail "resumed run kept '$kept2', uninterrupted '$kept'"
+echo "ok: a resumed run keeps the same checkpoints ($kept2)"
+
+# Bad input: each refused, the existing output untouched.
+echo keep > out.pt
+expect_error "--best beyond what was kept" "train with train.keep_best >= 5" "$AVG" --output out.pt --best 5 run
+expect_error "--best beyond the validations" "asked for the 1000 best validations, the run has 22" \
+  "$AVG" --output out.pt --best 1000 run
+expect_error "--best with --last" "excludes" "$AVG" --output out.pt --best 2 --last 2 run
+expect_error "--best with two directories" "--best takes exactly one run directory" "$AVG" --output out.pt --best 2 run run2
+mkdir empty
+expect_error "--best without last.pt" "empty/last.pt: not found" "$AVG" --output out.pt --best 2 empty
+expect_error "--best 0" "--best" "$AVG" --output out.pt --best 0 run
+expect_error "train.keep_best negative" "train.keep_best" "$TRAIN" --config c.yaml train.keep_best=-1
+[ "$(cat out.pt)" = keep ] || fail "a refused average changed the existing output"
+echo "ok: refusals left out.pt alone"
+echo PASS
