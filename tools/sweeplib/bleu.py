@@ -54,13 +54,14 @@ def find_scorer_python():
     return None
 
 
-def lc_tok_command(ctx, point):
-    """tools/score_lc_tok.py's command (it reads .gz too), or None without a reference."""
+def lc_tok_command(ctx, point, hyp=None):
+    """tools/score_lc_tok.py's command on hyp (default the point's val.hyp; it reads .gz too),
+    or None without a reference or a scorer."""
     resolved = ctx.resolved[point.name]
     ref = raw_val_reference(resolved)
-    if ref is None:
+    if ref is None or ctx.scorer_python is None:
         return None
-    return [ctx.scorer_python, SCORER, "--hyp", ctx.path(point, "val.hyp"), "--ref", ref,
+    return [ctx.scorer_python, SCORER, "--hyp", hyp or ctx.path(point, "val.hyp"), "--ref", ref,
             "--lang", resolved.get("data.tgt_lang", "en")]
 
 

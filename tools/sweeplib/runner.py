@@ -68,9 +68,14 @@ class Runner:
         return rc
 
 
+# Where say() writes: the sweep's log is its stdout; tune_decoding.py prints its table there
+# and sets this to sys.stderr.
+messages = sys.stdout
+
+
 def say(message):
     stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S")
-    print(f"[sweep {stamp}] {message}", flush=True)
+    print(f"[sweep {stamp}] {message}", file=messages, flush=True)
 
 
 def describe_exit(rc):

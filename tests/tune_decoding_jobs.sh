@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# tools/tune_decoding.py on a finished toy sweep point: every row of its grid is checked against
+# sacreBLEU run here on the row's hypotheses and against `evaluate` run by hand on an average
+# made by hand; the bold row is the grid's highest BLEU; a rerun scores nothing again; and bad
+# input is refused (exit 2, one line, nothing written).
+#   tune_decoding_jobs.sh BUILD_DIR PYTHON
+set -uo pipefail
+build=$(cd "$1" && pwd) python=$2
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+# shellcheck source=tests/job_env.sh
+source "$here/job_env.sh"
+AVG=$build/trainer/average
+TUNE=("$python" "$root/tools/tune_decoding.py" --build "$build")
+expect_refusal() {  # expect_refusal WHAT NEEDLE ARGS...: exit 2, the needle, no decoding/ written
+  local what=$1 needle=$2; shift 2
+  "${TUNE[@]}" "$@" > out.txt 2> err.txt; local rc=$?
+  [ $rc -eq 2 ] || { cat err.txt; fail "$what: exit $rc, expected 2"; }
+  grep -qF -- "$needle" err.txt || { cat err.txt; fail "$what: message lacks '$needle'"; }
+  [ "$(wc -l < err.txt)" -eq 1 ] || { cat err.txt; fail "$what: more than one line"; }
+  [ ! -e sw/a/decoding ] || fail "$what: wrote sw/a/decoding"
+  echo "ok: $what -> $(cat err.txt)"
+}
+
+"$python" "$here/make_toy_corpus.py" raw
+# keep_best_jobs.sh's run: its validation loss rises before the end, so the 2 best
+# validations (updates 100, 105) are not the newest 2 (105, 110).
+cat > c.yaml <<'YAML'
+data: {raw_dir: raw, shard_dir: shards, vocab_size: 40, num_shards: 2, max_tokens: 300}
+model: {d_model: 32, ffn_dim: 64, heads: 4, encoder_layers: 1, decoder_layers: 1, dropout: 0.0}
+schedule: {type: inverse_sqrt, lr: 0.03, warmup_updates: 5}
+train: {threads: 1, log_interval: 50, validate_interval_updates: 5, save_interval_updates: 20, keep_last: 1, tensorboard: false}
+YAML
+"$PRE" --config c.yaml > /dev/null 2>&1 || fail preprocess
+cat > s.sweep <<'EOF2'
+config c.yaml
+point a train.max_updates=110 train.keep_best=2
+EOF2
+"$python" "$root/tools/sweep.py" --build "$build" s.sweep --out sw > sweep.log 2>&1 || { cat sweep.log; fail sweep; }
+
+# Refusals first, while sw/a/decoding does not exist.
+expect_refusal "an unknown point" "no point 'zz' (points: a)" s.sweep zz --out sw
+expect_refusal "--checkpoints last1" "--checkpoints: 'last1' is none of" s.sweep a --out sw --checkpoints last1
+expect_refusal "--checkpoints bogus" "--checkpoints: 'bogus' is none of" s.sweep a --out sw --checkpoints last2,bogus
+expect_refusal "--beams 0" "--beams: '0' is not a int >= 1" s.sweep a --out sw --beams 0
+expect_refusal "--lenpens x" "--lenpens: 'x' is not a float >= 0.0" s.sweep a --out sw --lenpens 1,x
+expect_refusal "best3 beyond keep_best 2" "--checkpoints best3 needs train.keep_best >= 3" s.sweep a --out sw --checkpoints best3
+printf 'point b train.max_updates=10\n' >> s.sweep
+expect_refusal "a point not finished" "point 'b': not finished in sw/b" s.sweep b --out sw
+
+# The grid: 4 checkpoints x 2 beams x 2 length penalties.
+"${TUNE[@]}" s.sweep a --out sw --checkpoints last2,best2,best,last --beams 1,3 --lenpens 1.0,1.6 > table.md 2> tune.log ||
+  { cat tune.log; fail "tune_decoding"; }
+[ "$(grep -c '^| [*a-z]' table.md)" -eq 17 ] || { cat table.md; fail "table: expected a header and 16 rows"; }
+cmp table.md sw/a/decoding/table.md || fail "printed table differs from sw/a/decoding/table.md"
+"$python" - <<'PY' || fail "the table against sacreBLEU"
+import re, sacrebleu
+ref = open("raw/val.en").read().splitlines()
+rows = [l.strip("|\n").split("|") for l in open("table.md") if re.match(r"\| \**(last|best)", l)]
+scores = []
+for cells in rows:
+    ck, beam, lp, bleu = (c.strip().strip("*") for c in cells[:4])
+    hyp = open(f"sw/a/decoding/{ck}_b{beam}_lp{float(lp):g}.hyp").read().splitlines()
+    theirs = sacrebleu.corpus_bleu(hyp, [ref]).score
+    assert f"{theirs:.2f}" == bleu, (ck, beam, lp, bleu, theirs)
+    scores.append((float(bleu), cells))
+bold = [c for c in rows if c[0].strip().startswith("**")]
+assert len(bold) == 1 and float(bold[0][3].strip().strip("*")) == max(s for s, _ in scores), bold
+print(f"ok: 16 rows equal sacreBLEU on their hypotheses; the bold row is the highest ({max(s for s, _ in scores):.2f})")
+PY
+# Row 'best2 beam 3 lenpen 1.6' by hand: the 2 best validations averaged, then evaluate.
+"$AVG" --output by_hand.pt --best 2 sw/a 2> /dev/null || fail "average --best 2 by hand"
+"$EVAL" --config c.yaml train.max_updates=110 train.keep_best=2 --checkpoint by_hand.pt --split val --beam 3 --lenpen 1.6 \
+  --output by_hand.hyp > by_hand.out 2> /dev/null || fail "evaluate by hand"
+cmp by_hand.hyp sw/a/decoding/best2_b3_lp1.6.hyp || fail "best2 beam 3 lenpen 1.6 differs from evaluate by hand"
+score=$(head -1 by_hand.out | awk '{print $3}')
+grep -q "^| \**best2\** | \**3\** | \**1.6\** | \**$score\**" table.md || { cat table.md by_hand.out; fail "by-hand BLEU $score not in the row"; }
+cmp -s sw/a/decoding/best2_b3_lp1.6.hyp sw/a/decoding/last2_b3_lp1.6.hyp && fail "best2 and last2 decode alike: the test lost its point"
+echo "ok: the row best2 / beam 3 / lenpen 1.6 equals average --best 2 + evaluate by hand (BLEU $score), and differs from last2"
+
+# A rerun scores nothing again and prints the same table.
+"${TUNE[@]}" s.sweep a --out sw --checkpoints last2,best2,best,last --beams 1,3 --lenpens 1.0,1.6 > table2.md 2> tune2.log ||
+  fail "rerun"
+cmp table.md table2.md || fail "rerun printed another table"
+! grep -q "evaluate" tune2.log || { cat tune2.log; fail "rerun evaluated again"; }
+echo "ok: a rerun reuses scores.json"
+echo PASS

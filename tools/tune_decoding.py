@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Decoding tuned on val for one finished point of a sweep: which checkpoint, beam size and
+length penalty (issue 32: the tuned settings of one point did not transfer to another, so each
+candidate recipe is tuned on its own checkpoints).
+
+    python3 tools/tune_decoding.py configs/sweeps/de_en60.sweep tiny \\
+        --checkpoints last5,last10 --beams 5,10 --lenpens 1.0,1.4,1.8
+
+Scores every setting of the grid (checkpoints x beams x lenpens) on the point's val split with
+`evaluate` (sacreBLEU) and tools/score_lc_tok.py (lowercased, tokenized), and prints a markdown
+table with the best row in bold (highest sacreBLEU; ties: lc-tok, then grid order). Checkpoints:
+lastN (the average of the newest N update_N.pt), bestN (of the N validations with the lowest
+loss: the point must have trained with train.keep_best >= N), last (last.pt), best (best.pt).
+Files go to OUT/NAME/decoding/ (averages, hypotheses, scores.json, table.md); a rerun scores only
+the settings it lacks. The test set is never touched.
+
+Bad input (an unknown point, one not finished, a bad grid value, a bestN the point did not keep)
+is one line `tune_decoding.py: error: ...`, exit 2, nothing written. Standard library only.
+"""
+import argparse
+import os
+import sys
+
+from sweeplib.bleu import find_scorer_python
+from sweeplib.context import Context, resolve_points
+from sweeplib.decoding import check_point_can, parse_checkpoints, parse_numbers, tune
+from sweeplib.errors import EXIT_BAD_INPUT, EXIT_FAILED, Interrupted, PointFailed, SweepError
+from sweeplib import runner
+from sweeplib.files import tail
+from sweeplib.shards import assign_shard_dirs
+from sweeplib.sweep_file import parse_sweep
+
+PROG = "tune_decoding.py"
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n", 2)[2],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("sweep_file", metavar="SWEEP_FILE")
+    parser.add_argument("point", metavar="POINT", help="a point of the sweep file, finished in OUT")
+    parser.add_argument("--out", metavar="DIR", help="the sweep's output (default runs/sweeps/<SWEEP_FILE's stem>)")
+    parser.add_argument("--build", metavar="DIR", default="build")
+    parser.add_argument("--shards", metavar="DIR", default=os.path.join("runs", "sweeps", "shards"))
+    parser.add_argument("--checkpoints", default="last5,last10", help="default last5,last10")
+    parser.add_argument("--beams", default="5,10", help="default 5,10")
+    parser.add_argument("--lenpens", default="1.0,1.4", help="default 1.0,1.4")
+    return parser.parse_args(argv)
+
+
+def fail(code, message):
+    print(f"{PROG}: error: {message}", file=sys.stderr, flush=True)
+    return code
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    out = args.out or os.path.join("runs", "sweeps", os.path.splitext(os.path.basename(args.sweep_file))[0])
+    try:
+        checkpoints = parse_checkpoints(args.checkpoints)
+        beams = parse_numbers(args.beams, "beams", int, 1)
+        lenpens = parse_numbers(args.lenpens, "lenpens", float, 0.0)
+        ctx = Context(parse_sweep(args.sweep_file), out, args.build, args.shards)
+        points = [p for p in ctx.sweep.points if p.name == args.point]
+        if not points:
+            raise SweepError(f"{args.sweep_file}: no point '{args.point}' (points: "
+                             f"{', '.join(p.name for p in ctx.sweep.points)})")
+        ctx.sweep.points = points  # only this point's config is resolved
+        for folder, name in (("trainer", "train"), ("trainer", "average"), ("eval", "evaluate")):
+            if not os.access(ctx.binary(folder, name), os.X_OK):
+                raise SweepError(f"{ctx.binary(folder, name)}: no such program (build first, or pass --build DIR)")
+        resolve_points(ctx)
+        assign_shard_dirs(ctx)
+        check_point_can(ctx, points[0], checkpoints)
+        ctx.scorer_python = find_scorer_python()
+    except SweepError as e:
+        return fail(EXIT_BAD_INPUT, str(e))
+    runner.messages = sys.stderr  # stdout is the table's
+    ctx.runner.install()
+    try:
+        print(tune(ctx, points[0], checkpoints, beams, lenpens), end="")
+    except Interrupted as e:
+        return 128 + e.signum
+    except PointFailed as e:
+        return fail(EXIT_FAILED, f"{e}; the end of {e.log}:\n{tail(e.log)}")
+    except (OSError, SweepError) as e:
+        return fail(EXIT_FAILED, str(e))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
