@@ -182,6 +182,8 @@ const std::vector<Field>& fields() {
       NMT_FIELD(data, subword_samples, (Range{0, 64})),
       NMT_FIELD(data, subword_nbest, (Range{2, 1000})),
       NMT_FIELD(data, subword_alpha, (Range{0, 100})),
+      NMT_FIELD(data, reversed_weight, (Range{0, 1e6})),
+      NMT_FIELD(data, reversed_until_update, (Range{0, 1e15})),
       NMT_FIELD(data, workers, (Range{0, 1024})),
       NMT_FIELD(data, num_shards, (Range{1, 100000})),
       NMT_FIELD(data, max_len, (Range{1, 100000})),
@@ -430,6 +432,9 @@ void validate(const Config& cfg, Needs needs) {
   if (cfg.data.subword_samples > 0 && cfg.data.spm_model.empty() && cfg.data.spm_model_type != "unigram")
     fail("data.subword_samples", std::to_string(cfg.data.subword_samples),
          "needs data.spm_model_type: unigram (segmentations are drawn from a unigram model's n best)");
+  if (cfg.data.reversed_until_update > 0 && cfg.data.reversed_weight == 0)
+    fail("data.reversed_until_update", std::to_string(cfg.data.reversed_until_update),
+         "needs data.reversed_weight > 0 (there is no reversed stage to end)");
   if (cfg.data.src_lang.empty() || cfg.data.tgt_lang.empty() || cfg.data.src_lang == cfg.data.tgt_lang)
     fail("data.tgt_lang", cfg.data.tgt_lang, "source and target languages must be set and differ");
   if (needs == Needs::kRawData) {

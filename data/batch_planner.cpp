@@ -96,14 +96,18 @@ BatchPlanner::BatchPlanner(const std::vector<int32_t>& src_len, const std::vecto
     : options_(options) {
   if (options.world_size < 1 || options.update_freq < 1) throw DataError("planner: world_size and update_freq must be >= 1");
   state_.slots_per_update = options.slots();
-  double total_weight = 0;
+  double total_weight = 0, total_later_weight = 0;
   for (size_t c = 0; c < corpora.size(); ++c) {
     const CorpusSpan& span = corpora[c];
     if (span.begin < 0 || span.end > static_cast<int64_t>(src_len.size()) || span.begin >= span.end)
       throw DataError("planner: training corpus " + std::to_string(c) + " has no examples");
     if (!(span.weight > 0)) throw DataError("planner: training corpus " + std::to_string(c) + " needs a positive weight");
+    if (!(span.later_weight >= 0)) throw DataError("planner: training corpus " + std::to_string(c) + " has a negative later weight");
     total_weight += span.weight;
+    total_later_weight += span.later_weight;
   }
+  if (options.weights_change_at > 0 && !(total_later_weight > 0))
+    throw DataError("planner: every training corpus has later weight 0");
   if (corpora.size() <= 1) {  // one corpus: the plain plan, bit for bit
     packed_ = pack_micro_batches(src_len, tgt_len, options.max_tokens);
     return;
@@ -118,8 +122,17 @@ BatchPlanner::BatchPlanner(const std::vector<int32_t>& src_len, const std::vecto
     packed_.insert(packed_.end(), packed.begin(), packed.end());
     corpus_packed_.push_back(std::move(packed));
     cumulative_weight_.push_back((cumulative_weight_.empty() ? 0.0 : cumulative_weight_.back()) + span.weight / total_weight);
+    if (options.weights_change_at > 0)
+      cumulative_later_weight_.push_back((cumulative_later_weight_.empty() ? 0.0 : cumulative_later_weight_.back()) +
+                                         span.later_weight / total_later_weight);
   }
   cumulative_weight_.back() = 1.0;
+  // From the last corpus of positive later weight on, exactly 1: rounding must not leave a
+  // sliver below 1 for a trailing corpus of weight 0.
+  for (size_t c = corpora.size(); options.weights_change_at > 0 && c-- > 0;) {
+    cumulative_later_weight_[c] = 1.0;
+    if (corpora[c].later_weight > 0) break;
+  }
   corpus_order_.resize(corpora.size());
   replayed_draws_.assign(corpora.size(), 0);
 }
@@ -134,8 +147,12 @@ int64_t BatchPlanner::corpus_of(int64_t example) const {
 int64_t BatchPlanner::draw_corpus(uint64_t slot) const {
   base::SplitMix64 rng{(options_.seed ^ 0x5851F42D4C957F2Dull) + slot * 0xD1B54A32D192ED03ull};
   const double u = static_cast<double>(rng.next() >> 11) * 0x1.0p-53;  // uniform in [0, 1)
-  const auto it = std::upper_bound(cumulative_weight_.begin(), cumulative_weight_.end(), u);
-  return std::min<int64_t>(it - cumulative_weight_.begin(), static_cast<int64_t>(corpora_.size()) - 1);
+  const bool later = options_.weights_change_at > 0 &&
+                     slot >= static_cast<uint64_t>(options_.weights_change_at * options_.slots());
+  // A corpus of weight 0 has an empty interval: upper_bound never lands on it.
+  const std::vector<double>& bounds = later ? cumulative_later_weight_ : cumulative_weight_;
+  const auto it = std::upper_bound(bounds.begin(), bounds.end(), u);
+  return std::min<int64_t>(it - bounds.begin(), static_cast<int64_t>(corpora_.size()) - 1);
 }
 
 // Corpus c's j-th micro-batch of the run: its epoch j / n + 1, shuffled by a seed of its own.

@@ -16,9 +16,10 @@
 // range of indices): each is packed and shuffled on its own, per its own epochs, and slot g of
 // the run (update u's slot s is g = u x S + s, counted from the run's first update) is drawn
 // from corpus c with probability weight_c / sum of weights by a generator keyed on (seed, g)
-// alone; it takes that corpus's next micro-batch. So the mixture too is a pure function of
-// (lengths, weights, seed, max_tokens, S), and a resumed run replays the draws to where it
-// stood. An epoch of the mixture is ceil(all corpora's micro-batches / S) updates, with no
+// alone; it takes that corpus's next micro-batch. From update weights_change_at on, the
+// draw uses the corpora's later weights instead (the same uniform number, other bounds). So
+// the mixture too is a pure function of (lengths, weights, seed, max_tokens, S), and a
+// resumed run replays the draws to where it stood. An epoch of the mixture is ceil(all corpora's micro-batches / S) updates, with no
 // empty tail slots. One corpus plans exactly as above.
 #include <cstdint>
 #include <vector>
@@ -34,6 +35,9 @@ struct PlanOptions {
   uint64_t seed = 1;
   int64_t world_size = 1;
   int64_t update_freq = 1;
+  // From this update (0-based, counted from the run's first) on, corpora are drawn by their
+  // later_weight; 0 = never.
+  int64_t weights_change_at = 0;
   int64_t slots() const { return world_size * update_freq; }
 };
 
@@ -53,6 +57,9 @@ double padding_fraction(const std::vector<MicroBatch>& batches, const std::vecto
 struct CorpusSpan {
   int64_t begin = 0, end = 0;
   double weight = 1.0;
+  // The weight from PlanOptions::weights_change_at on (data.reversed_until_update: a reversed
+  // corpus's stage ends); may be 0. Unused while weights_change_at is 0.
+  double later_weight = 1.0;
 };
 
 class BatchPlanner {
@@ -104,6 +111,7 @@ class BatchPlanner {
   // The mixture (more than one corpus).
   std::vector<CorpusSpan> corpora_;
   std::vector<double> cumulative_weight_;              // normalised, last = 1
+  std::vector<double> cumulative_later_weight_;        // the same for later_weight (weights_change_at > 0)
   std::vector<std::vector<MicroBatch>> corpus_packed_;  // per corpus, global example indices
   struct CorpusOrder {
     int64_t epoch = -1;

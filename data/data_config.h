@@ -43,6 +43,14 @@ struct DataConfig {
   int64_t subword_samples = 0;
   int64_t subword_nbest = 64;
   double subword_alpha = 0.1;
+  // Bidirectional training (BiT, Ding et al. 2021): preprocess also writes every training
+  // corpus with its sides swapped ("<corpus>.reversed": the target sentence as the source),
+  // and training draws micro-batches from it with reversed_weight x the corpus's weight, until
+  // update reversed_until_update (0: the whole run), after which only the original direction
+  // is trained. The model tells the directions apart by the input's language (joint
+  // vocabulary, tied embeddings). 0 = off.
+  double reversed_weight = 0.0;
+  int64_t reversed_until_update = 0;
   int64_t workers = 0;                 // threads that encode with SentencePiece (0 = one per core); shards are the same for any number
   int64_t num_shards = 4;              // shards written for the training split (others get one)
   int64_t max_len = 250;               // drop training pairs with a side longer than this (pieces)
@@ -66,17 +74,30 @@ inline std::string subword_sample_split(const std::string& corpus, int64_t k) {
   return corpus + ".sample" + std::to_string(k);
 }
 
+// The shard split of training corpus `corpus` with its sides swapped (data.reversed_weight).
+inline std::string reversed_split(const std::string& corpus) { return corpus + ".reversed"; }
+
 // The shard splits training reads, with their weights: the training corpora, each followed by
-// its data.subword_samples sampled segmentations, which share the corpus's weight equally.
+// its data.subword_samples sampled segmentations, which share the corpus's weight equally,
+// and under data.reversed_weight by its reversed split (reversed_weight x the corpus's weight).
 inline std::vector<std::pair<std::string, double>> training_shard_splits(const DataConfig& cfg) {
-  if (cfg.subword_samples == 0) return training_corpora(cfg);
+  if (cfg.subword_samples == 0 && cfg.reversed_weight == 0) return training_corpora(cfg);
   std::vector<std::pair<std::string, double>> out;
   for (const auto& [corpus, weight] : training_corpora(cfg)) {
     const double share = weight / static_cast<double>(cfg.subword_samples + 1);
     out.emplace_back(corpus, share);
     for (int64_t k = 1; k <= cfg.subword_samples; ++k) out.emplace_back(subword_sample_split(corpus, k), share);
+    if (cfg.reversed_weight > 0) out.emplace_back(reversed_split(corpus), cfg.reversed_weight * weight);
   }
   return out;
+}
+
+// The weight of a shard split of training_shard_splits() from update data.reversed_until_update
+// on: 0 for a reversed split, else its weight.
+inline double weight_after_reversed_stage(const DataConfig& cfg, const std::string& split, double weight) {
+  for (const auto& [corpus, w] : training_corpora(cfg))
+    if (cfg.reversed_weight > 0 && split == reversed_split(corpus)) return 0.0;
+  return weight;
 }
 
 inline bool is_training_corpus(const DataConfig& cfg, const std::string& split) {

@@ -164,6 +164,11 @@ std::vector<RawSplit> find_raw_splits(const DataConfig& cfg) {
                         ": a raw split has the name of training corpus '" + corpus + "''s sampled segmentation " +
                         std::to_string(k) + " (data.subword_samples = " + std::to_string(cfg.subword_samples) +
                         "): rename it");
+  for (const auto& [corpus, weight] : training_corpora(cfg))
+    if (cfg.reversed_weight > 0 && std::find(names.begin(), names.end(), reversed_split(corpus)) != names.end())
+      throw DataError((fs::path(cfg.raw_dir) / (reversed_split(corpus) + "." + cfg.src_lang)).string() +
+                      ": a raw split has the name of training corpus '" + corpus +
+                      "''s reversed split (data.reversed_weight > 0): rename it");
   std::vector<RawSplit> splits;
   for (const std::string& name : names)
     splits.push_back({name, find_split_file(cfg.raw_dir, name, cfg.src_lang), find_split_file(cfg.raw_dir, name, cfg.tgt_lang)});
@@ -279,7 +284,8 @@ const std::vector<int>& within_max_len(const DataConfig& cfg, const std::vector<
 // `entry`); other splits keep every line, as evaluation needs.
 void encode_split(const DataConfig& cfg, const RawSplit& s, const sentencepiece::SentencePieceProcessor& sp,
                   base::SignalDeferral& interrupts, std::FILE* log, EncodedPairsWriter& out,
-                  std::vector<std::unique_ptr<EncodedPairsWriter>>& samples, SplitEntry& entry) {
+                  std::vector<std::unique_ptr<EncodedPairsWriter>>& samples, EncodedPairsWriter* reversed,
+                  SplitEntry& entry) {
   constexpr size_t kBlock = 8192;  // lines per block: progress and interrupts are checked between blocks
   const bool is_train = is_training_corpus(cfg, s.name);
   const SubwordSampling sampling{static_cast<int64_t>(samples.size()), cfg.subword_nbest, cfg.subword_alpha};
@@ -309,11 +315,13 @@ void encode_split(const DataConfig& cfg, const RawSplit& s, const sentencepiece:
       out.append(a, b);
       for (size_t k = 0; k < samples.size(); ++k)
         samples[k]->append(within_max_len(cfg, block.sa[k][i], a), within_max_len(cfg, block.sb[k][i], b));
+      if (reversed) reversed->append(b, a);
     }
   }
   progress.finish();
   out.close();
   for (auto& w : samples) w->close();
+  if (reversed) reversed->close();
   entry.examples = out.pairs();
   if (entry.examples == 0) throw DataError(s.src_path + ": no usable sentence pairs");
 }
@@ -352,17 +360,23 @@ std::vector<std::string> write_all(const DataConfig& cfg, const std::vector<RawS
   for (const RawSplit& s : splits) {
     const bool is_train = is_training_corpus(cfg, s.name);
     const int64_t shards_wanted = is_train ? cfg.num_shards : 1;
-    std::vector<std::string> names{s.name};  // the split, then its sampled segmentations
+    // The split, then its sampled segmentations, then its reversed split.
+    std::vector<std::string> names{s.name};
     for (int64_t k = 1; is_train && k <= cfg.subword_samples; ++k) names.push_back(subword_sample_split(s.name, k));
+    const bool with_reversed = is_train && cfg.reversed_weight > 0;
+    if (with_reversed) names.push_back(reversed_split(s.name));
     SplitEntry entry;
     {
       EncodedPairsWriter pairs(pairs_path(s.name));
       std::vector<std::unique_ptr<EncodedPairsWriter>> samples;
-      for (size_t k = 1; k < names.size(); ++k) samples.push_back(std::make_unique<EncodedPairsWriter>(pairs_path(names[k])));
-      encode_split(cfg, s, sp, interrupts, log, pairs, samples, entry);
+      for (int64_t k = 1; is_train && k <= cfg.subword_samples; ++k)
+        samples.push_back(std::make_unique<EncodedPairsWriter>(pairs_path(names[static_cast<size_t>(k)])));
+      std::unique_ptr<EncodedPairsWriter> reversed;
+      if (with_reversed) reversed = std::make_unique<EncodedPairsWriter>(pairs_path(names.back()));
+      encode_split(cfg, s, sp, interrupts, log, pairs, samples, reversed.get(), entry);
     }
     for (const std::string& name : names) {
-      SplitEntry e = entry;  // a sampled split keeps exactly the corpus's pairs
+      SplitEntry e = entry;  // a sampled or reversed split keeps exactly the corpus's pairs
       const std::vector<std::string> files = write_split_shards(name, shards_wanted, m, pairs_path(name), tmp, interrupts, e);
       fs::remove(pairs_path(name));
       outputs.insert(outputs.end(), files.begin(), files.end());

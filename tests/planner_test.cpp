@@ -209,6 +209,45 @@ TEST(PlannerMixture, OneCorpusIsThePlainPlanAndBadSpansAreErrors) {
   EXPECT_THROW(BatchPlanner(l.src, l.tgt, {120, 5, 1, 1}, {{0, 100, 1.0}, {100, 300, 0.0}}), DataError);
 }
 
+// data.reversed_until_update: corpus 2 (weight 0.5) gets later weight 0 from update 300 on.
+// Before the change the plan is the plain mixture's, slot for slot; from it on, corpus 2 is
+// never drawn and corpora 0 and 1 share the slots 1 : 3 (within 4.5 standard deviations);
+// a restored planner continues identically across the change; bad later weights are errors.
+TEST(PlannerMixture, LaterWeightsFromTheirUpdateOn) {
+  Mixture m;
+  const BatchPlanner plain = m.planner(2, 2);
+  for (auto& span : m.spans) span.later_weight = span.weight;
+  m.spans[2].later_weight = 0.0;  // the last corpus: its interval must close exactly at 1
+  const auto staged = [&] { return BatchPlanner(m.l.src, m.l.tgt, {120, 5, 2, 2, /*weights_change_at=*/300}, m.spans); };
+  BatchPlanner a = staged(), restored = staged();
+  std::vector<int64_t> drawn(3, 0);
+  BatchPlanner::State at_250{};
+  std::vector<std::vector<MicroBatch>> from_250;
+  for (int64_t u = 0; u < 2300; ++u) {
+    const auto st = a.state();
+    const auto slots = a.update_slots(st.epoch, st.cursor);
+    if (u < 300) ASSERT_EQ(slots, plain.update_slots(st.epoch, st.cursor)) << "update " << u;
+    if (u == 250) at_250 = st;
+    if (u >= 250 && u < 400) from_250.push_back(slots);
+    for (const MicroBatch& b : slots)
+      if (u >= 300) ++drawn[a.corpus_of(b.front())];
+    a.next(0);
+  }
+  EXPECT_EQ(drawn[2], 0);
+  const double n = 2000 * 4, share = 0.25, sd = std::sqrt(n * share * (1 - share));
+  EXPECT_NEAR(static_cast<double>(drawn[0]), n * share, 4.5 * sd);
+  restored.restore(at_250);
+  for (const auto& slots : from_250) {
+    const auto st = restored.state();
+    ASSERT_EQ(restored.update_slots(st.epoch, st.cursor), slots);
+    restored.next(0);
+  }
+  for (auto& span : m.spans) span.later_weight = 0.0;
+  EXPECT_THROW_WITH(staged(), DataError, "every training corpus has later weight 0");
+  m.spans[0].later_weight = -1.0;
+  EXPECT_THROW_WITH(staged(), DataError, "training corpus 0 has a negative later weight");
+}
+
 TEST(Planner, ExampleLongerThanMaxTokensIsAnError) {
   EXPECT_THROW_WITH(pack_micro_batches({3, 50}, {4, 2}, 20), DataError, "example 1", "51", "max_tokens = 20");
 }

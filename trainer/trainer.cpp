@@ -82,11 +82,12 @@ Trainer::Trainer(const config::Config& cfg, const dist::ProcessGroup& group, Ble
   std::vector<data::CorpusSpan> spans;
   const auto corpora = data::training_shard_splits(cfg_.data);
   for (size_t k = 0; k < corpora.size(); ++k)
-    spans.push_back({train_->split_begin()[k], train_->split_begin()[k + 1], corpora[k].second});
+    spans.push_back({train_->split_begin()[k], train_->split_begin()[k + 1], corpora[k].second,
+                     data::weight_after_reversed_stage(cfg_.data, corpora[k].first, corpora[k].second)});
   planner_ = std::make_unique<data::BatchPlanner>(
       train_->src_lengths(), train_->tgt_lengths(),
       data::PlanOptions{cfg_.data.max_tokens, static_cast<uint64_t>(cfg_.train.seed), group_.world_size(),
-                        cfg_.train.update_freq},
+                        cfg_.train.update_freq, cfg_.data.reversed_until_update},
       spans);
   // Dropout differs per rank (different data deserve different masks), yet is reproducible.
   torch::manual_seed(static_cast<uint64_t>(cfg_.train.seed) * 1000003ull + static_cast<uint64_t>(group_.rank()));
@@ -347,6 +348,8 @@ void Trainer::announce_start(bool resumed) {
   for (size_t k = 0; k < spans.size(); ++k)
     mixture += fmt::format("{}{} ({} pairs, weight {}: {:.1f}% of micro-batches)", k ? ", " : "", train_->splits()[k],
                            spans[k].end - spans[k].begin, spans[k].weight, 100 * spans[k].weight / total_weight);
+  if (!mixture.empty() && cfg_.data.reversed_until_update > 0)
+    mixture += fmt::format("; from update {} on, the reversed splits' weight is 0", cfg_.data.reversed_until_update + 1);
   if (!mixture.empty()) log_.info("training corpora: " + mixture);
   log_.info(shards_where_);
 }

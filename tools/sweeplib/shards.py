@@ -33,6 +33,10 @@ def data_settings(resolved):
             settings[key] = resolved[key]
     if "data.subword_samples" in settings:
         settings.update({key: resolved.get(key) for key in SUBWORD_KEYS})
+    # data.reversed_weight writes the reversed splits when above 0, whatever its value (which
+    # only training reads): one directory serves every weight.
+    if float(resolved.get("data.reversed_weight") or 0) > 0:
+        settings["data.reversed"] = True
     return settings
 
 
@@ -51,7 +55,8 @@ def assign_shard_dirs(ctx):
     own, get SHARDS/<settings>; the others use the config's shard_dir as it is."""
     for point in ctx.sweep.points:
         keys = {word.split("=", 1)[0] for word in ctx.sweep.overrides(point)}
-        if keys & (set(PREPROCESS_KEYS) | set(PREPROCESS_KEYS_IF_SET) | set(SUBWORD_KEYS)) and "data.shard_dir" not in keys:
+        if keys & (set(PREPROCESS_KEYS) | set(PREPROCESS_KEYS_IF_SET) | set(SUBWORD_KEYS) | {"data.reversed_weight"}) \
+                and "data.shard_dir" not in keys:
             ctx.shard_dirs[point.name] = own_shard_dir(ctx, point)
 
 
