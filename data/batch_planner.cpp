@@ -91,28 +91,51 @@ BatchPlanner::BatchPlanner(const std::vector<int32_t>& src_len, const std::vecto
   state_.slots_per_update = options.slots();
 }
 
+namespace {
+
+// Throws DataError for a span without examples or a weight out of range.
+void check_spans(const std::vector<CorpusSpan>& corpora, size_t examples, bool weights_change) {
+  double total_later_weight = 0;
+  for (size_t c = 0; c < corpora.size(); ++c) {
+    const CorpusSpan& span = corpora[c];
+    const std::string which = "planner: training corpus " + std::to_string(c);
+    if (span.begin < 0 || span.end > static_cast<int64_t>(examples) || span.begin >= span.end)
+      throw DataError(which + " has no examples");
+    if (!(span.weight > 0)) throw DataError(which + " needs a positive weight");
+    if (!(span.later_weight >= 0)) throw DataError(which + " has a negative later weight");
+    total_later_weight += span.later_weight;
+  }
+  if (weights_change && !(total_later_weight > 0)) throw DataError("planner: every training corpus has later weight 0");
+}
+
+// Cumulative normalised weights, exactly 1 from the last positive weight on: rounding must
+// not leave a sliver below 1 for a trailing corpus of weight 0 (upper_bound would land on it).
+std::vector<double> cumulative_shares(const std::vector<double>& weights) {
+  double total = 0;
+  for (double w : weights) total += w;
+  std::vector<double> out;
+  for (double w : weights) out.push_back((out.empty() ? 0.0 : out.back()) + w / total);
+  for (size_t c = out.size(); c-- > 0;) {
+    out[c] = 1.0;
+    if (weights[c] > 0) break;
+  }
+  return out;
+}
+
+}  // namespace
+
 BatchPlanner::BatchPlanner(const std::vector<int32_t>& src_len, const std::vector<int32_t>& tgt_len,
                            PlanOptions options, const std::vector<CorpusSpan>& corpora)
     : options_(options) {
   if (options.world_size < 1 || options.update_freq < 1) throw DataError("planner: world_size and update_freq must be >= 1");
   state_.slots_per_update = options.slots();
-  double total_weight = 0, total_later_weight = 0;
-  for (size_t c = 0; c < corpora.size(); ++c) {
-    const CorpusSpan& span = corpora[c];
-    if (span.begin < 0 || span.end > static_cast<int64_t>(src_len.size()) || span.begin >= span.end)
-      throw DataError("planner: training corpus " + std::to_string(c) + " has no examples");
-    if (!(span.weight > 0)) throw DataError("planner: training corpus " + std::to_string(c) + " needs a positive weight");
-    if (!(span.later_weight >= 0)) throw DataError("planner: training corpus " + std::to_string(c) + " has a negative later weight");
-    total_weight += span.weight;
-    total_later_weight += span.later_weight;
-  }
-  if (options.weights_change_at > 0 && !(total_later_weight > 0))
-    throw DataError("planner: every training corpus has later weight 0");
+  check_spans(corpora, src_len.size(), options.weights_change_at > 0);
   if (corpora.size() <= 1) {  // one corpus: the plain plan, bit for bit
     packed_ = pack_micro_batches(src_len, tgt_len, options.max_tokens);
     return;
   }
   corpora_ = corpora;
+  std::vector<double> weights, later_weights;
   for (const CorpusSpan& span : corpora) {
     const std::vector<int32_t> s(src_len.begin() + span.begin, src_len.begin() + span.end);
     const std::vector<int32_t> t(tgt_len.begin() + span.begin, tgt_len.begin() + span.end);
@@ -121,18 +144,11 @@ BatchPlanner::BatchPlanner(const std::vector<int32_t>& src_len, const std::vecto
       for (int32_t& i : b) i += static_cast<int32_t>(span.begin);
     packed_.insert(packed_.end(), packed.begin(), packed.end());
     corpus_packed_.push_back(std::move(packed));
-    cumulative_weight_.push_back((cumulative_weight_.empty() ? 0.0 : cumulative_weight_.back()) + span.weight / total_weight);
-    if (options.weights_change_at > 0)
-      cumulative_later_weight_.push_back((cumulative_later_weight_.empty() ? 0.0 : cumulative_later_weight_.back()) +
-                                         span.later_weight / total_later_weight);
+    weights.push_back(span.weight);
+    later_weights.push_back(span.later_weight);
   }
-  cumulative_weight_.back() = 1.0;
-  // From the last corpus of positive later weight on, exactly 1: rounding must not leave a
-  // sliver below 1 for a trailing corpus of weight 0.
-  for (size_t c = corpora.size(); options.weights_change_at > 0 && c-- > 0;) {
-    cumulative_later_weight_[c] = 1.0;
-    if (corpora[c].later_weight > 0) break;
-  }
+  cumulative_weight_ = cumulative_shares(weights);
+  if (options.weights_change_at > 0) cumulative_later_weight_ = cumulative_shares(later_weights);
   corpus_order_.resize(corpora.size());
   replayed_draws_.assign(corpora.size(), 0);
 }
