@@ -26,6 +26,8 @@ std::map<int64_t, double> validation_losses(const std::string& metrics_json, con
   std::map<int64_t, double> losses;
   for (const auto& rec : history) {
     if (!rec.is_object() || rec.value("event", "") != "valid") continue;
+    // A non-finite loss is written as null (JSON has no NaN): such a validation ranks nowhere.
+    if (rec.contains("update") && rec.contains("valid_loss") && rec["valid_loss"].is_null()) continue;
     if (!rec.contains("update") || !rec["update"].is_number_integer() || !rec.contains("valid_loss") ||
         !rec["valid_loss"].is_number())
       throw CheckpointError(where + ": field 'metrics' has a validation record without an integer 'update' and a "

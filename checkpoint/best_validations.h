@@ -10,7 +10,7 @@ namespace nmt::checkpoint {
 
 // The updates of the `n` validation records with the lowest `valid_loss` (ties: the later
 // update first), ascending. Fewer when the history has fewer validations. An update
-// validated twice counts once, with its last record. Throws CheckpointError naming `where`
+// validated twice counts once, with its last record; a non-finite loss (null) counts nowhere. Throws CheckpointError naming `where`
 // when the history is not a JSON array of records.
 std::vector<int64_t> best_validated_updates(const std::string& metrics_json, int64_t n, const std::string& where);
 

@@ -98,6 +98,10 @@ TEST(Checkpoint, BestValidatedUpdatesRanksByLossThenLaterUpdate) {
   EXPECT_EQ(nmt::checkpoint::best_validated_updates(history, 3, "h"), (std::vector<int64_t>{20, 30, 40}));
   EXPECT_EQ(nmt::checkpoint::best_validated_updates(history, 9, "h"), (std::vector<int64_t>{10, 20, 30, 40}));
   EXPECT_TRUE(nmt::checkpoint::best_validated_updates("[]", 3, "h").empty());
+  // A NaN loss is written as null: that validation ranks nowhere.
+  EXPECT_EQ(nmt::checkpoint::best_validated_updates(
+                R"([{"event":"valid","update":5,"valid_loss":null},{"event":"valid","update":6,"valid_loss":3.0}])", 2, "h"),
+            (std::vector<int64_t>{6}));
   EXPECT_THROW_WITH(nmt::checkpoint::best_validated_updates(R"([{"event":"valid","update":"x"}])", 1, "run/last.pt"),
                     CheckpointError, "run/last.pt: field 'metrics' has a validation record");
   EXPECT_THROW_WITH(nmt::checkpoint::best_validated_updates("{", 1, "run/last.pt"), CheckpointError,

@@ -55,10 +55,11 @@ best3=$(echo "$expected" | tr ' ' '\n' | head -3 | sed 's|^|run/|')
 cmp by_hand.pt by_val.pt || fail "average --best 3 differs from averaging $best3"
 echo "ok: average --best 3 == average $(echo $best3)"
 
-# Interrupted at update 50 and resumed: the same files as the uninterrupted run.
+# Interrupted at update 100, after two of the three best validations, and resumed: the resumed
+# process must rank them from the checkpoint's history to keep the same files.
 sed -e 's/save_dir: run/save_dir: run2/' c.yaml > r.yaml
-"$TRAIN" --config r.yaml train.max_updates=50 2> /dev/null || fail "first half"
-"$TRAIN" --config r.yaml --resume auto 2> /dev/null || fail "resumed half"
+"$TRAIN" --config r.yaml train.max_updates=100 2> /dev/null || fail "first part"
+"$TRAIN" --config r.yaml --resume auto 2> /dev/null || fail "resumed part"
 kept2=$(cd run2 && ls update_*.pt | sort -t_ -k2 -n | tr '\n' ' ' | sed 's/ $//')
 [ "$kept2" = "$kept" ] || fail "resumed run kept '$kept2', uninterrupted '$kept'"
 echo "ok: a resumed run keeps the same checkpoints ($kept2)"
@@ -72,7 +73,7 @@ expect_error "--best with --last" "excludes" "$AVG" --output out.pt --best 2 --l
 expect_error "--best with two directories" "--best takes exactly one run directory" "$AVG" --output out.pt --best 2 run run2
 mkdir empty
 expect_error "--best without last.pt" "empty/last.pt: not found" "$AVG" --output out.pt --best 2 empty
-expect_error "--best 0" "--best" "$AVG" --output out.pt --best 0 run
+expect_error "--best 0" "Value 0 not in range 1 to 1000000" "$AVG" --output out.pt --best 0 run
 expect_error "train.keep_best negative" "train.keep_best" "$TRAIN" --config c.yaml train.keep_best=-1
 [ "$(cat out.pt)" = keep ] || fail "a refused average changed the existing output"
 echo "ok: refusals left out.pt alone"

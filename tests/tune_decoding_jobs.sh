@@ -29,7 +29,7 @@ cat > c.yaml <<'YAML'
 data: {raw_dir: raw, shard_dir: shards, vocab_size: 40, num_shards: 2, max_tokens: 300}
 model: {d_model: 32, ffn_dim: 64, heads: 4, encoder_layers: 1, decoder_layers: 1, dropout: 0.0}
 schedule: {type: inverse_sqrt, lr: 0.03, warmup_updates: 5}
-train: {threads: 1, log_interval: 50, validate_interval_updates: 5, save_interval_updates: 20, keep_last: 1, tensorboard: false}
+train: {threads: 1, log_interval: 50, validate_interval_updates: 5, save_interval_updates: 20, keep_last: 2, tensorboard: false}
 YAML
 "$PRE" --config c.yaml > /dev/null 2>&1 || fail preprocess
 cat > s.sweep <<'EOF2'
@@ -44,6 +44,9 @@ expect_refusal "--checkpoints last1" "--checkpoints: 'last1' is none of" s.sweep
 expect_refusal "--checkpoints bogus" "--checkpoints: 'bogus' is none of" s.sweep a --out sw --checkpoints last2,bogus
 expect_refusal "--beams 0" "--beams: '0' is not a int >= 1" s.sweep a --out sw --beams 0
 expect_refusal "--lenpens x" "--lenpens: 'x' is not a float >= 0.0" s.sweep a --out sw --lenpens 1,x
+expect_refusal "--lenpens nan" "--lenpens: 'nan' is not a float >= 0.0" s.sweep a --out sw --lenpens nan
+expect_refusal "last3 beyond keep_last 2 under keep_best" "--checkpoints last3 needs train.keep_last >= 3 (or 0)" \
+  s.sweep a --out sw --checkpoints last3
 expect_refusal "best3 beyond keep_best 2" "--checkpoints best3 needs train.keep_best >= 3" s.sweep a --out sw --checkpoints best3
 printf 'point b train.max_updates=10\n' >> s.sweep
 expect_refusal "a point not finished" "point 'b': not finished in sw/b" s.sweep b --out sw

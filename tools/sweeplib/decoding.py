@@ -2,8 +2,10 @@
 (an average of the last N, of the N best validations, best.pt, last.pt), beam size and length
 penalty. Every setting is scored by evaluate (sacreBLEU) and tools/score_lc_tok.py; scores are
 kept in OUT/NAME/decoding/scores.json, so a rerun scores only the settings it lacks."""
+import glob
 import itertools
 import json
+import math
 import os
 import re
 import shlex
@@ -38,7 +40,7 @@ def parse_numbers(text, what, kind, low):
             value = kind(word.strip())
         except ValueError:
             value = None
-        if value is None or value < low:
+        if value is None or not math.isfinite(value) or value < low:
             raise SweepError(f"--{what}: '{word}' is not a {kind.__name__} >= {low}")
         if value not in values:
             values.append(value)
@@ -52,11 +54,16 @@ def check_point_can(ctx, point, checkpoints):
         raise SweepError(f"point '{point.name}': not finished in {ctx.point_dir(point)} (no {RESULT}); "
                          f"run the sweep first")
     keep_best = int(ctx.resolved[point.name].get("train.keep_best") or 0)
+    keep_last = int(ctx.resolved[point.name].get("train.keep_last") or 0)
     for name in checkpoints:
         n = CHECKPOINT_RE.match(name).group(2)
         if name.startswith("best") and n and int(n) > keep_best:
             raise SweepError(f"point '{point.name}': --checkpoints {name} needs train.keep_best >= {n}; "
                              f"the point trained with train.keep_best={keep_best}")
+        # Beyond keep_last's newest, the newest N update_N.pt would include kept best ones.
+        if name.startswith("last") and n and keep_best > 0 and 0 < keep_last < int(n):
+            raise SweepError(f"point '{point.name}': --checkpoints {name} needs train.keep_last >= {n} (or 0) "
+                             f"beside train.keep_best; the point trained with train.keep_last={keep_last}")
 
 
 class Tuner:
@@ -68,6 +75,9 @@ class Tuner:
         finished = read_json(ctx.path(point, RESULT))["finished"]
         kept = read_json(os.path.join(self.dir, SCORES)) or {}
         self.scores = kept.get("scores", {}) if kept.get("finished") == finished else {}
+        if kept.get("finished") != finished:  # averages of earlier checkpoints go with their scores
+            for path in glob.glob(os.path.join(self.dir, "*.pt")):
+                os.remove(path)
         self.finished = finished
 
     def run(self, cmd, stdout_path, stderr_path=None):
