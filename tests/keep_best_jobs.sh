@@ -7,12 +7,11 @@
 # with the output left alone.
 #   keep_best_jobs.sh BUILD_DIR PYTHON
 set -uo pipefail
-build=$1 python=$2
-PRE=$build/data/preprocess TRAIN=$build/trainer/train AVG=$build/trainer/average
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+build=$(cd "$1" && pwd) python=$2
 here=$(cd "$(dirname "$0")" && pwd)
-cd "$tmp"
-fail() { echo "FAIL: $*"; exit 1; }
+# shellcheck source=tests/job_env.sh
+source "$here/job_env.sh"  # PRE, TRAIN, a scratch working directory, fail
+AVG=$build/trainer/average
 expect_error() {
   local what=$1 needle=$2; shift 2
   if "$@" > out.txt 2> err.txt; then fail "$what: exit 0"; fi

@@ -6,12 +6,10 @@
 # tokens, read in Python); bad settings are refused before anything is written.
 #   reversed_corpus_jobs.sh BUILD_DIR PYTHON
 set -uo pipefail
-build=$1 python=$2
-PRE=$build/data/preprocess TRAIN=$build/trainer/train
+build=$(cd "$1" && pwd) python=$2
 here=$(cd "$(dirname "$0")" && pwd)
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-cd "$tmp" || exit 1
-fail() { echo "FAIL: $*"; exit 1; }
+# shellcheck source=tests/job_env.sh
+source "$here/job_env.sh"  # PRE, TRAIN, a scratch working directory, fail
 "$python" "$here/make_toy_corpus.py" raw 300
 cat > c.yaml <<'YAML'
 data: {raw_dir: raw, shard_dir: plain, vocab_size: 40, num_shards: 2, max_tokens: 100}

@@ -76,7 +76,7 @@ import sys
 # one job a module: see its __init__.py.
 from sweeplib.bleu import find_scorer_python
 from sweeplib.committed import read_committed
-from sweeplib.context import Context, resolve_points
+from sweeplib.context import Context, check_programs, resolve_points
 from sweeplib.errors import EXIT_BAD_INPUT, EXIT_FAILED, SweepError
 from sweeplib.files import check_out
 from sweeplib.loop import dry_run, run_sweep
@@ -112,10 +112,8 @@ def main(argv=None):
     try:
         ctx = Context(parse_sweep(args.sweep_file), out, args.build, args.shards)
         check_out(ctx.out)
-        for folder, name in (("trainer", "train"), ("trainer", "average"), ("eval", "evaluate"),
-                             ("data", "preprocess")):
-            if not os.access(ctx.binary(folder, name), os.X_OK):
-                raise SweepError(f"{ctx.binary(folder, name)}: no such program (build first, or pass --build DIR)")
+        check_programs(ctx, (("trainer", "train"), ("trainer", "average"), ("eval", "evaluate"),
+                             ("data", "preprocess")))
         resolve_points(ctx)
         assign_shard_dirs(ctx)
         ctx.committed = read_committed(ctx)

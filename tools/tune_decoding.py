@@ -22,7 +22,7 @@ import os
 import sys
 
 from sweeplib.bleu import find_scorer_python
-from sweeplib.context import Context, resolve_points
+from sweeplib.context import Context, check_programs, resolve_points
 from sweeplib.decoding import check_point_can, parse_checkpoints, parse_numbers, tune
 from sweeplib.errors import EXIT_BAD_INPUT, EXIT_FAILED, Interrupted, PointFailed, SweepError
 from sweeplib import runner
@@ -65,9 +65,7 @@ def main(argv=None):
             raise SweepError(f"{args.sweep_file}: no point '{args.point}' (points: "
                              f"{', '.join(p.name for p in ctx.sweep.points)})")
         ctx.sweep.points = points  # only this point's config is resolved
-        for folder, name in (("trainer", "train"), ("trainer", "average"), ("eval", "evaluate")):
-            if not os.access(ctx.binary(folder, name), os.X_OK):
-                raise SweepError(f"{ctx.binary(folder, name)}: no such program (build first, or pass --build DIR)")
+        check_programs(ctx, (("trainer", "train"), ("trainer", "average"), ("eval", "evaluate")))
         resolve_points(ctx)
         assign_shard_dirs(ctx)
         check_point_can(ctx, points[0], checkpoints)

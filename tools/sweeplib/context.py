@@ -47,6 +47,13 @@ class Context:
         return os.path.splitext(self.sweep.path)[0]
 
 
+def check_programs(ctx, programs):
+    """SweepError naming the first of (folder, name) that BUILD lacks."""
+    for folder, name in programs:
+        if not os.access(ctx.binary(folder, name), os.X_OK):
+            raise SweepError(f"{ctx.binary(folder, name)}: no such program (build first, or pass --build DIR)")
+
+
 def parse_printed_config(text):
     """{"section.key": value} from `train --print-config` (two-level YAML, strings double-quoted)."""
     values, section = {}, None
