@@ -4,7 +4,7 @@
 # (its last.pt equals an uninterrupted run's) with the rest of its time budget; the table's
 # numbers are checked against metrics.jsonl and a direct `evaluate`. Also: a point whose
 # overrides changed after it finished, a failing point, and bad sweep files (exit 2, FILE:LINE,
-# nothing written).
+# nothing written); --only.
 #   sweep_test.sh BUILD_DIR PYTHON
 set -uo pipefail
 build=$(cd "$1" && pwd) python=$2  # absolute: job_env.sh moves to a scratch directory
@@ -187,6 +187,18 @@ grep -q "point broken: FAILED: train ended with exit status 2" f.log && grep -q 
 [ -e fw/fine/result.json ] && [ ! -e fw/broken/result.json ] || fail "failed point: result files"
 grep -q "^| broken | failed |" fw/table.md && grep -q "^| fine | finished |" fw/table.md || { cat fw/table.md; fail "failed row"; }
 echo "ok: a failing point is reported with its log's end, the next one runs, exit 1"
+# --only: a point this machine cannot run is passed over, not failed: it stays pending in the
+# table, the selected one runs, exit 0. A name that is no point of the file: exit 2, nothing run.
+"${SWEEP[@]}" f.sweep --out ow --only fine > o.log 2>&1 || { cat o.log; fail "--only fine: exit $?"; }
+grep -q "point broken: not among --only's, passed over" o.log && grep -q "all 1 selected points finished" o.log \
+  || { cat o.log; fail "--only: messages"; }
+[ -e ow/fine/result.json ] && [ ! -e ow/broken ] || fail "--only: ran the wrong points"
+grep -q "^| broken | pending |" ow/table.md && grep -q "^| fine | finished |" ow/table.md || { cat ow/table.md; fail "--only: table"; }
+"${SWEEP[@]}" f.sweep --out ow2 --only fine,nosuch > o2.log 2>&1; rc=$?
+[ $rc -eq 2 ] && grep -q "sweep.py: error: --only: f.sweep has no point named 'nosuch' (its points: broken, fine)" o2.log \
+  || { cat o2.log; fail "--only with an unknown point: exit $rc"; }
+[ ! -e ow2 ] || fail "--only with an unknown point wrote ow2"
+echo "ok: --only runs the named points, passes over the others (pending), refuses an unknown name"
 # Training ended but no result.json (as if stopped during evaluation): evaluated again, not trained.
 rm fw/fine/result.json
 starts=$(grep -c '"event":"start"' fw/fine/metrics.jsonl)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Run a sweep of training runs one after another, evaluate each on val, and keep a table.
 
-    tools/sweep.py SWEEP_FILE [--out DIR] [--build DIR] [--shards DIR] [--dry-run]
+    tools/sweep.py SWEEP_FILE [--out DIR] [--build DIR] [--shards DIR] [--only NAME[,NAME...]] [--dry-run]
 
 SWEEP_FILE, one directive a line, `#` starts a comment (words are split as a shell does, so a
 value with spaces can be quoted):
@@ -66,6 +66,11 @@ SIGINT or SIGTERM while a point runs is passed to the running program as SIGTERM
 last.pt and stops; such a run is not recorded as finished), then the sweep exits 128+signal;
 rerun it to continue. --dry-run prints the commands and writes nothing.
 
+--only NAME[,NAME...] runs (or, with --dry-run, prints) only the named points, in file order, and
+passes over the others as they stand; the tables still list every point. It is how a sweep goes
+on on a machine that cannot run some of its points (train.precision=bf16 on a CPU without bf16
+instructions is refused by train). A name that is no point of the file is refused (exit 2).
+
 Needs only Python's standard library.
 """
 import argparse
@@ -82,7 +87,7 @@ from sweeplib.files import check_out
 from sweeplib.loop import dry_run, run_sweep
 from sweeplib.shards import assign_shard_dirs
 from sweeplib.state import check_recorded_settings
-from sweeplib.sweep_file import parse_sweep
+from sweeplib.sweep_file import parse_sweep, select_points
 
 PROG = "sweep.py"
 
@@ -97,6 +102,7 @@ def parse_args(argv):
     parser.add_argument("--shards", metavar="DIR", default=os.path.join("runs", "sweeps", "shards"),
                         help="where points that override data.* preprocessing keys get their shards "
                              "(default runs/sweeps/shards)")
+    parser.add_argument("--only", metavar="NAME[,NAME...]", help="run only these points (the tables list all)")
     parser.add_argument("--dry-run", action="store_true", help="print the commands it would run; write nothing")
     return parser.parse_args(argv)
 
@@ -111,6 +117,7 @@ def main(argv=None):
     out = args.out or os.path.join("runs", "sweeps", os.path.splitext(os.path.basename(args.sweep_file))[0])
     try:
         ctx = Context(parse_sweep(args.sweep_file), out, args.build, args.shards)
+        ctx.only = select_points(ctx.sweep, args.only)
         check_out(ctx.out)
         check_programs(ctx, (("trainer", "train"), ("trainer", "average"), ("eval", "evaluate"),
                              ("data", "preprocess")))

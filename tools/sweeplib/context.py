@@ -22,9 +22,13 @@ class Context:
     shard_dirs: dict = field(default_factory=dict)  # point name -> its own shards (data.* overrides)
     committed: dict = field(default_factory=dict)  # point name -> its finished row of the committed table
     status: dict = field(default_factory=dict)    # point name -> "running" / "failed" in this run
+    only: set = None  # --only: the names of the points this run may run; None: all
     failures: list = field(default_factory=list)
     cpu: str = field(default_factory=cpu_model)
     scorer_python: str = None  # a Python that runs tools/score_lc_tok.py; None: no lc-tok column
+
+    def selected(self, point):
+        return self.only is None or point.name in self.only
 
     def binary(self, folder, name):
         return os.path.join(self.build, folder, name)

@@ -14,6 +14,9 @@ from .tables import write_tables
 
 
 def run_one(ctx, point, show):
+    if not ctx.selected(point):
+        say(f"point {point.name}: not among --only's, passed over")
+        return
     if os.path.exists(ctx.path(point, RESULT)):
         say(f"point {point.name}: finished ({ctx.path(point, RESULT)}), skipped")
         return
@@ -50,18 +53,22 @@ def run_sweep(ctx):
             f"Run the same command again to continue")
         return 128 + e.signum
     write_tables(ctx, show=True)
+    count = f"{len(ctx.only)} selected" if ctx.only is not None else len(ctx.sweep.points)
     if ctx.runner.signum:
         return 128 + ctx.runner.signum
     if ctx.failures:
-        say(f"{len(ctx.failures)} of {len(ctx.sweep.points)} points failed:\n  " + "\n  ".join(ctx.failures))
+        say(f"{len(ctx.failures)} of {count} points failed:\n  " + "\n  ".join(ctx.failures))
         return EXIT_FAILED
-    say(f"all {len(ctx.sweep.points)} points finished; table: {os.path.join(ctx.out, 'table.md')}")
+    say(f"all {count} points finished; table: {os.path.join(ctx.out, 'table.md')}")
     return 0
 
 
 def dry_run(ctx):
     """Print what a run would do now, given what OUT holds; write nothing."""
     for point in ctx.sweep.points:
+        if not ctx.selected(point):
+            print(f"# point {point.name}: not among --only's, passed over")
+            continue
         if os.path.exists(ctx.path(point, RESULT)):
             print(f"# point {point.name}: finished ({ctx.path(point, RESULT)}), skipped")
             continue

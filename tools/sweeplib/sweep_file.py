@@ -135,3 +135,18 @@ def parse_sweep(path):
     for point in sweep.points:
         check_budget(sweep, point)
     return sweep
+
+
+def select_points(sweep, only):
+    """--only's comma-separated names as a set (None: every point); a name that is no point of
+    the sweep file is refused, naming the file's points."""
+    if only is None:
+        return None
+    names = [name for name in only.split(",") if name]
+    if not names:
+        raise SweepError("--only: no point named (expected NAME[,NAME...])")
+    known = [point.name for point in sweep.points]
+    for name in names:
+        if name not in known:
+            raise SweepError(f"--only: {sweep.path} has no point named '{name}' (its points: {', '.join(known)})")
+    return set(names)
