@@ -189,13 +189,14 @@ grep -q "^| broken | failed |" fw/table.md && grep -q "^| fine | finished |" fw/
 echo "ok: a failing point is reported with its log's end, the next one runs, exit 1"
 # --only: a point this machine cannot run is passed over, not failed: it stays pending in the
 # table, the selected one runs, exit 0. A name that is no point of the file: exit 2, nothing run.
-"${SWEEP[@]}" f.sweep --out ow --only fine > o.log 2>&1 || { cat o.log; fail "--only fine: exit $?"; }
+cp f.sweep o.sweep  # a sweep file of its own: f.csv, beside f.sweep, has both points already
+"${SWEEP[@]}" o.sweep --out ow --only fine > o.log 2>&1 || { cat o.log; fail "--only fine: exit $?"; }
 grep -q "point broken: not among --only's, passed over" o.log && grep -q "all 1 selected points finished" o.log \
   || { cat o.log; fail "--only: messages"; }
 [ -e ow/fine/result.json ] && [ ! -e ow/broken ] || fail "--only: ran the wrong points"
 grep -q "^| broken | pending |" ow/table.md && grep -q "^| fine | finished |" ow/table.md || { cat ow/table.md; fail "--only: table"; }
-"${SWEEP[@]}" f.sweep --out ow2 --only fine,nosuch > o2.log 2>&1; rc=$?
-[ $rc -eq 2 ] && grep -q "sweep.py: error: --only: f.sweep has no point named 'nosuch' (its points: broken, fine)" o2.log \
+"${SWEEP[@]}" o.sweep --out ow2 --only fine,nosuch > o2.log 2>&1; rc=$?
+[ $rc -eq 2 ] && grep -q "sweep.py: error: --only: o.sweep has no point named 'nosuch' (its points: broken, fine)" o2.log \
   || { cat o2.log; fail "--only with an unknown point: exit $rc"; }
 [ ! -e ow2 ] || fail "--only with an unknown point wrote ow2"
 echo "ok: --only runs the named points, passes over the others (pending), refuses an unknown name"
