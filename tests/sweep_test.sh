@@ -199,6 +199,10 @@ grep -q "^| broken | pending |" ow/table.md && grep -q "^| fine | finished |" ow
 [ $rc -eq 2 ] && grep -q "sweep.py: error: --only: o.sweep has no point named 'nosuch' (its points: broken, fine)" o2.log \
   || { cat o2.log; fail "--only with an unknown point: exit $rc"; }
 [ ! -e ow2 ] || fail "--only with an unknown point wrote ow2"
+"${SWEEP[@]}" o.sweep --out ow3 --only , > o3.log 2>&1; rc=$?
+[ $rc -eq 2 ] && grep -q "sweep.py: error: --only: no point named (expected NAME\[,NAME...\])" o3.log \
+  || { cat o3.log; fail "--only with no name: exit $rc"; }
+[ ! -e ow3 ] || fail "--only with no name wrote ow3"
 echo "ok: --only runs the named points, passes over the others (pending), refuses an unknown name"
 # Training ended but no result.json (as if stopped during evaluation): evaluated again, not trained.
 rm fw/fine/result.json
