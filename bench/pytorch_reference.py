@@ -179,7 +179,7 @@ def profiler(device):
     return torch.profiler.profile(activities=activities, record_shapes=True)
 
 
-def main():
+def parse_args():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shard-dir", required=True)
     ap.add_argument("--bench-out", required=True, help="directory with init.pt and plan.json from train --benchmark")
@@ -203,7 +203,45 @@ def main():
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--warmup-updates", type=int, default=800)
     ap.add_argument("--profile", help="record the timed updates with torch.profiler; write a Chrome trace here")
-    a = ap.parse_args()
+    return ap.parse_args()
+
+
+def load_model(a, data, device):
+    """The model as train --benchmark initialised it (init.pt), on the device, and the callable the loop runs."""
+    model = Transformer(data.vocab, a.d_model, a.heads, a.ffn, a.layers, a.decoder_layers or a.layers, a.dropout,
+                        data.special["pad"], a.pre_norm)
+    init = torch.load(os.path.join(a.bench_out, "init.pt"), weights_only=True)["model"]
+    model.load_state_dict(init, strict=True)
+    model.to(device).train()
+    forward = model if a.compile == "none" else torch.compile(model, mode=a.compile)
+    return model, forward
+
+
+def one_update(a, data, device, forward, opt, micro, u):
+    """One update of plan.json's micro-batches at the warmup schedule's rate: returns (loss tensor, target tokens)."""
+    pad = data.special["pad"]
+    lr = a.lr * min((u + 1) / a.warmup_updates, math.sqrt(a.warmup_updates / (u + 1)))
+    for g in opt.param_groups:
+        g["lr"] = lr
+    batches = [data.batch(ids) for ids in micro if ids]
+    total = sum(int((tout != pad).sum()) for _, _, tout in batches)  # counted on the host: no sync
+    if a.device == "cuda":
+        batches = [tuple(t.pin_memory().to(device, non_blocking=True) for t in b) for b in batches]
+    loss_sum = 0.0
+    for src, tin, tout in batches:
+        with torch.autocast(a.device, dtype=torch.bfloat16, enabled=a.precision == "bf16"):
+            logits = forward(src, tin)
+        loss = F.cross_entropy(logits.float().view(-1, logits.shape[-1]), tout.view(-1), ignore_index=pad,
+                               label_smoothing=a.label_smoothing, reduction="sum")
+        (loss / total).backward()
+        loss_sum = loss_sum + loss.detach()
+    opt.step()
+    opt.zero_grad(set_to_none=False)
+    return loss_sum / total, total
+
+
+def main():
+    a = parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
     device = torch.device(a.device)
@@ -211,13 +249,7 @@ def main():
         torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = a.tf32
         torch.backends.cuda.enable_cudnn_sdp(a.cudnn_sdpa)
     data = Shards(a.shard_dir)
-    pad = data.special["pad"]
-    model = Transformer(data.vocab, a.d_model, a.heads, a.ffn, a.layers, a.decoder_layers or a.layers, a.dropout, pad,
-                        a.pre_norm)
-    init = torch.load(os.path.join(a.bench_out, "init.pt"), weights_only=True)["model"]
-    model.load_state_dict(init, strict=True)
-    model.to(device).train()
-    forward = model if a.compile == "none" else torch.compile(model, mode=a.compile)
+    model, forward = load_model(a, data, device)
     opt = torch.optim.Adam(model.parameters(), lr=a.lr, betas=(0.9, 0.98), eps=1e-9, fused=True)
     plan = json.load(open(os.path.join(a.bench_out, "plan.json")))
     assert len(plan) >= a.warmup + a.updates, "plan.json has fewer updates than asked for"
@@ -230,24 +262,8 @@ def main():
             if a.profile:
                 recording = profiler(a.device)
                 recording.__enter__()
-        lr = a.lr * min((u + 1) / a.warmup_updates, math.sqrt(a.warmup_updates / (u + 1)))
-        for g in opt.param_groups:
-            g["lr"] = lr
-        batches = [data.batch(ids) for ids in micro if ids]
-        total = sum(int((tout != pad).sum()) for _, _, tout in batches)  # counted on the host: no sync
-        if a.device == "cuda":
-            batches = [tuple(t.pin_memory().to(device, non_blocking=True) for t in b) for b in batches]
-        loss_sum = 0.0
-        for src, tin, tout in batches:
-            with torch.autocast(a.device, dtype=torch.bfloat16, enabled=a.precision == "bf16"):
-                logits = forward(src, tin)
-            loss = F.cross_entropy(logits.float().view(-1, logits.shape[-1]), tout.view(-1), ignore_index=pad,
-                                   label_smoothing=a.label_smoothing, reduction="sum")
-            (loss / total).backward()
-            loss_sum = loss_sum + loss.detach()
-        opt.step()
-        opt.zero_grad(set_to_none=False)
-        losses.append(loss_sum / total)
+        loss, total = one_update(a, data, device, forward, opt, micro, u)
+        losses.append(loss)
         tgt_tokens += total
     sync()
     secs = time.perf_counter() - start
