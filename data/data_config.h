@@ -54,7 +54,7 @@ struct DataConfig {
   int64_t workers = 0;                 // threads that encode with SentencePiece (0 = one per core); shards are the same for any number
   int64_t num_shards = 4;              // shards written for the training split (others get one)
   int64_t max_len = 250;               // drop training pairs with a side longer than this (pieces)
-  int64_t max_tokens = 4096;           // padded tokens per micro-batch (sentences x longest side)
+  int64_t max_tokens = 4096;           // padded tokens per micro-batch (sentences x (longest side + 1))
   // Training and validation shards holding at most this many MB together (ids and offsets)
   // are read whole into memory at start, and batches are then copied from memory: reading per
   // example costs four HDF5 reads, 10-20 us, which was a third of a GPU update at 12,288 tokens
