@@ -204,6 +204,44 @@ grep -q "^| broken | pending |" ow/table.md && grep -q "^| fine | finished |" ow
   || { cat o3.log; fail "--only with no name: exit $rc"; }
 [ ! -e ow3 ] || fail "--only with no name wrote ow3"
 echo "ok: --only runs the named points, passes over the others (pending), refuses an unknown name"
+# --only keeps what another machine recorded of the points it passes over: o.csv (beside o.sweep)
+# now has fine finished and broken pending; as if another machine had stopped broken at update 7:
+edit_row() {  # edit_row CSV POINT KEY=VALUE...: set fields of one row of a committed table
+  "$python" - "$@" <<'PY'
+import csv, sys
+path, point, changes = sys.argv[1], sys.argv[2], dict(a.split("=", 1) for a in sys.argv[3:])
+with open(path, newline="") as f:
+    rows = list(csv.DictReader(f))
+for row in rows:
+    if row["point"] == point:
+        row.update(changes)
+with open(path, "w", newline="") as f:
+    writer = csv.DictWriter(f, fieldnames=list(rows[0]), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+PY
+}
+edit_row o.csv broken status=interrupted updates=7 "cpu=another CPU"
+cp o.csv o_before.csv
+"${SWEEP[@]}" o.sweep --out ow4 --only fine > o4.log 2>&1 || { cat o4.log; fail "--only fine beside a committed table: exit $?"; }
+grep -q "point fine: finished in o.csv" o4.log && [ ! -e ow4/fine ] || { cat o4.log; fail "--only: a committed finished point trained again"; }
+cmp -s o.csv o_before.csv || { diff o_before.csv o.csv; fail "--only: another machine's rows changed"; }
+grep -q "^| broken | interrupted |" ow4/table.md || { cat ow4/table.md; fail "--only: the interrupted row is gone"; }
+echo "ok: --only keeps another machine's interrupted row of a point it passes over, and its finished one"
+# A committed finished point that OUT holds a start of (as a run this CPU refused leaves): skipped,
+# not trained again, its row as committed.
+mkdir -p ow5/fine && cp ow/fine/sweep_point.json ow5/fine/
+"${SWEEP[@]}" o.sweep --out ow5 --only fine > o5.log 2>&1 || { cat o5.log; fail "--only fine with a start in OUT: exit $?"; }
+grep -q "point fine: finished in o.csv" o5.log && [ ! -e ow5/fine/metrics.jsonl ] \
+  || { cat o5.log; fail "a committed finished point with a start in OUT was trained again"; }
+cmp -s o.csv o_before.csv || { diff o_before.csv o.csv; fail "the committed finished row changed"; }
+echo "ok: a committed finished point is not trained again where OUT holds a start of it"
+# An unfinished committed row made with other overrides than the sweep file gives now (the point
+# was revised before it started): pending.
+edit_row o.csv broken "overrides=train.seed=9"
+"${SWEEP[@]}" o.sweep --out ow6 --only fine > o6.log 2>&1 || { cat o6.log; fail "--only fine, revised point: exit $?"; }
+grep -q "^broken,pending," o.csv || { cat o.csv; fail "an unfinished row of other settings was kept"; }
+echo "ok: an unfinished committed row of other settings becomes pending"
 # Training ended but no result.json (as if stopped during evaluation): evaluated again, not trained.
 rm fw/fine/result.json
 starts=$(grep -c '"event":"start"' fw/fine/metrics.jsonl)

@@ -51,7 +51,11 @@ trained on.
 Rerunning the same command continues the sweep: finished points are skipped (their files are
 not touched), and so are points the committed table beside the sweep file has finished with the
 same config, common line and overrides, so that a sweep goes on on another machine where OUT is
-gone (the table keeps their rows as committed); an interrupted point resumes with `train --resume auto` (or is only evaluated if
+gone (the table keeps their rows as committed), even where OUT holds a start of them that left
+no checkpoint (one this machine's train refused); a row the
+committed table has unfinished (interrupted, running or failed elsewhere) is kept as it stands
+until this machine runs that point, and dropped to pending if the point's settings changed since;
+an interrupted point resumes with `train --resume auto` (or is only evaluated if
 its training had ended). A time budget counts per train process, so a resumed process gets
 train.max_minutes = the budget minus the training wall time already spent (metrics.jsonl).
 A point whose config or overrides in the sweep file differ from those it was started or
@@ -80,7 +84,7 @@ import sys
 # The code is in tools/sweeplib/ (beside this script, so importable from any working directory),
 # one job a module: see its __init__.py.
 from sweeplib.bleu import find_scorer_python
-from sweeplib.committed import read_committed
+from sweeplib.committed import finished_rows, read_committed
 from sweeplib.context import Context, check_programs, resolve_points
 from sweeplib.errors import EXIT_BAD_INPUT, EXIT_FAILED, SweepError
 from sweeplib.files import check_out
@@ -123,7 +127,8 @@ def main(argv=None):
                              ("data", "preprocess")))
         resolve_points(ctx)
         assign_shard_dirs(ctx)
-        ctx.committed = read_committed(ctx)
+        ctx.committed_rows = read_committed(ctx)
+        ctx.committed = finished_rows(ctx.committed_rows)
         check_recorded_settings(ctx)
         ctx.scorer_python = find_scorer_python()
     except SweepError as e:

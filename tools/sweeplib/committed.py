@@ -6,11 +6,11 @@ import shlex
 
 from .columns import CSV_COLUMNS
 from .errors import SweepError
-from .files import RESULT, STATE
+from .files import RESULT
 
 
 def read_committed(ctx):
-    """{point: row} of the finished rows of the committed table, {} when there is none."""
+    """{point: row} of every row of the committed table, {} when there is none."""
     path = ctx.committed_table() + ".csv"
     try:
         with open(path, encoding="utf-8", newline="") as f:
@@ -24,7 +24,20 @@ def read_committed(ctx):
         missing = ", ".join(c for c in CSV_COLUMNS if c not in header)
         raise SweepError(f"{path}: not a sweep table of this version (no column {missing}); "
                          f"move it away to start the table anew")
-    return {row["point"]: row for row in rows if row["status"] == "finished"}
+    return {row["point"]: row for row in rows}
+
+
+def finished_rows(rows):
+    """The finished rows of read_committed's {point: row}."""
+    return {name: row for name, row in rows.items() if row["status"] == "finished"}
+
+
+def settings_now(ctx, point):
+    return ctx.sweep.config, shlex.join(ctx.sweep.common), shlex.join(point.overrides)
+
+
+def settings_then(row):
+    return row["config"], row["common"], row["overrides"]
 
 
 def committed_match(ctx, point):
@@ -33,8 +46,7 @@ def committed_match(ctx, point):
     row = ctx.committed.get(point.name)
     if row is None:
         return None
-    now = (ctx.sweep.config, shlex.join(ctx.sweep.common), shlex.join(point.overrides))
-    then = (row["config"], row["common"], row["overrides"])
+    now, then = settings_now(ctx, point), settings_then(row)
     if then != now:
         raise SweepError(f"{ctx.sweep.where(point.line)}: point '{point.name}': finished in "
                          f"{ctx.committed_table()}.csv with config {then[0]}, common '{then[1]}' and overrides "
@@ -44,7 +56,26 @@ def committed_match(ctx, point):
 
 
 def finished_elsewhere(ctx, point):
-    """True when the committed table has the point finished and OUT holds nothing of it (a point
-    OUT has started or finished is continued or reported from OUT, as before)."""
-    local = any(os.path.exists(ctx.path(point, name)) for name in (RESULT, STATE))
-    return not local and point.name in ctx.committed
+    """True when the committed table has the point finished and OUT holds no checkpoint of it: a
+    point OUT has trained is continued or reported from OUT, as before, while a start that left no
+    checkpoint (a run this machine's train refused) does not make a finished point train again."""
+    return point.name in ctx.committed and not os.path.exists(ctx.path(point, RESULT)) and not any(
+        name.endswith(".pt") for name in list_dir(ctx.point_dir(point)))
+
+
+def list_dir(path):
+    try:
+        return os.listdir(path)
+    except FileNotFoundError:
+        return []
+
+
+def committed_unfinished_row(ctx, point):
+    """The committed row of a point that is not finished there, when OUT holds nothing of the
+    point and the row was made with the settings the sweep file gives now: what another machine
+    recorded (interrupted, running, failed) stays in the table until this one runs the point.
+    None otherwise (a row of other settings: the point was revised before it started)."""
+    row = ctx.committed_rows.get(point.name)
+    if row is None or row["status"] == "finished" or os.path.isdir(ctx.point_dir(point)):
+        return None
+    return row if settings_then(row) == settings_now(ctx, point) else None

@@ -21,6 +21,7 @@ class Context:
     resolved: dict = field(default_factory=dict)  # point name -> {"section.key": value}
     shard_dirs: dict = field(default_factory=dict)  # point name -> its own shards (data.* overrides)
     committed: dict = field(default_factory=dict)  # point name -> its finished row of the committed table
+    committed_rows: dict = field(default_factory=dict)  # point name -> its row of the committed table, any status
     status: dict = field(default_factory=dict)    # point name -> "running" / "failed" in this run
     only: set = None  # --only: the names of the points this run may run; None: all
     failures: list = field(default_factory=list)

@@ -6,7 +6,7 @@ import os
 import shlex
 
 from .columns import COLUMNS, CSV_COLUMNS, HEADERS
-from .committed import finished_elsewhere
+from .committed import committed_unfinished_row, finished_elsewhere
 from .files import RESULT, STATE, read_json, write_atomic
 from .metrics import summarize_metrics
 from .points import AVERAGE_LAST, BEAM
@@ -19,6 +19,8 @@ def table_row(ctx, point):
     resolved = ctx.resolved.get(point.name, {})
     if finished_elsewhere(ctx, point):
         return {**ctx.committed[point.name], "status": "finished"}  # as committed: trained elsewhere
+    if ctx.status.get(point.name) is None and (row := committed_unfinished_row(ctx, point)) is not None:
+        return dict(row)  # as committed: recorded elsewhere, nothing of it here yet
     if result is not None:
         status, values = "finished", result
     else:
