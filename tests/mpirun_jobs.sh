@@ -56,6 +56,7 @@ case $mode in
       compare bf16_np2_uf1/last.pt bf16_np1_uf2/last.pt 0 || fail "bf16: -np 2 uf 1 and -np 1 uf 2 differ"
       compare bf16_np1_uf2/last.pt np1_uf2/last.pt 0 && fail "bf16 and fp32 runs are identical: bf16 was not used"
     else
+      ! grep -qwE "avx512_bf16|amx_bf16" /proc/cpuinfo || { cat bf16_probe.log; fail "bf16 refused on a CPU with bf16 flags"; }
       grep -q "train.precision=bf16 is unavailable here: " bf16_probe.log || { cat bf16_probe.log; fail "bf16 refused without the documented message"; }
       echo "bf16 not tested here: $(grep -o 'train.precision=bf16 is unavailable here: .*' bf16_probe.log)"
     fi
