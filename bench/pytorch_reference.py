@@ -203,7 +203,10 @@ def parse_args():
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--warmup-updates", type=int, default=800)
     ap.add_argument("--profile", help="record the timed updates with torch.profiler; write a Chrome trace here")
-    return ap.parse_args()
+    a = ap.parse_args()
+    if a.updates < 1 or a.warmup < 0:
+        ap.error(f"--updates must be at least 1 and --warmup at least 0 (got {a.updates} and {a.warmup})")
+    return a
 
 
 def load_model(a, data, device):

@@ -51,6 +51,9 @@ err=$(python3 "$root/bench/decode" --gemm blas 2>&1); rc=$?
 err=$("$2" "$root/bench/pytorch_reference.py" --shard-dir . --bench-out . --precision fp64 2>&1); rc=$?
 [ "$rc" = 2 ] && grep -qF "argument --precision: invalid choice: 'fp64'" <<<"$err" ||
   fail "pytorch_reference --precision fp64: exit $rc: $err"
+err=$("$2" "$root/bench/pytorch_reference.py" --shard-dir . --bench-out . --updates 0 2>&1); rc=$?
+[ "$rc" = 2 ] && grep -qF "error: --updates must be at least 1 and --warmup at least 0 (got 0 and 5)" <<<"$err" ||
+  fail "pytorch_reference --updates 0: exit $rc: $err"
 err=$(bash "$root/bench/compare" --device tpu 2>&1); rc=$?
 [ "$rc" = 2 ] && grep -qF "bench/compare: --device: 'tpu' is not cpu or cuda" <<<"$err" || fail "compare --device tpu: exit $rc: $err"
 err=$(bash "$root/bench/compare" --device cuda train.device=cpu 2>&1); rc=$?
