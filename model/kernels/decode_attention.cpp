@@ -72,11 +72,8 @@ template <int64_t kD>
 // of their own, each key would pay an indirect call: 8.5% of decoding at beam 5).
 NMT_CPU_CLONES void attend_one(const float* q, int64_t d, float scale, const PairKeys& pk, float* scores,
                                float* out) {
-  // 64: the recipe's 256-wide model with 4 heads; 32: the tiny 128-wide one (quickstart).
   if (d == 64)
     attend<64>(q, d, scale, pk, scores, out);
-  else if (d == 32)
-    attend<32>(q, d, scale, pk, scores, out);
   else
     attend<0>(q, d, scale, pk, scores, out);
 }
