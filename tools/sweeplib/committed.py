@@ -59,15 +59,10 @@ def finished_elsewhere(ctx, point):
     """True when the committed table has the point finished and OUT holds no checkpoint of it: a
     point OUT has trained is continued or reported from OUT, as before, while a start that left no
     checkpoint (a run this machine's train refused) does not make a finished point train again."""
-    return point.name in ctx.committed and not os.path.exists(ctx.path(point, RESULT)) and not any(
-        name.endswith(".pt") for name in list_dir(ctx.point_dir(point)))
-
-
-def list_dir(path):
-    try:
-        return os.listdir(path)
-    except FileNotFoundError:
-        return []
+    if point.name not in ctx.committed or os.path.exists(ctx.path(point, RESULT)):
+        return False
+    here = ctx.point_dir(point)
+    return not (os.path.isdir(here) and any(name.endswith(".pt") for name in os.listdir(here)))
 
 
 def committed_unfinished_row(ctx, point):
