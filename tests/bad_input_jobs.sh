@@ -98,6 +98,10 @@ refused "train.cudnn_sdpa 2" "config key 'train.cudnn_sdpa' = '2'" "$TRAIN" --co
 refused "compare_builds.sh with one build" "usage: compare_builds.sh OLD_BUILD NEW_BUILD" bash "$here/../tools/compare_builds.sh" run
 refused "compare_builds.sh on a directory without executables" "compare_builds.sh: error: run/data/preprocess: not an executable" \
   bash "$here/../tools/compare_builds.sh" run "$build" "$python"
+# tests/check_layers.py: a path that is not the source tree would check nothing and pass.
+refused "check_layers.py without SOURCE_DIR" "the following arguments are required: SOURCE_DIR" "$python" "$here/check_layers.py"
+refused "check_layers.py on a missing directory" "SOURCE_DIR 'nowhere' is not a directory" "$python" "$here/check_layers.py" nowhere
+refused "check_layers.py on another tree" "SOURCE_DIR 'run' lacks base/," "$python" "$here/check_layers.py" run
 
 # 2. Outputs that are inputs, however spelled.
 ln -sf update_6.pt run/link.pt

@@ -21,6 +21,7 @@ Layers, bottom to top (README, "Code map"; docs/ARCHITECTURE.md, "The floors"):
 bench may use any library but cli; tests may use every folder, cli's run_main too (the one
 place an error becomes a message and an exit code).
 """
+import argparse
 import pathlib
 import re
 import shutil
@@ -260,6 +261,22 @@ def self_test(root: pathlib.Path) -> int:
     return 0
 
 
+def parse_args(argv):
+    """SOURCE_DIR and --self-test; exit 2 with one message naming what is wrong, so that a
+    mistyped path is not a tree with nothing in it, which would pass."""
+    parser = argparse.ArgumentParser(prog="check_layers.py", description=__doc__.split("\n")[0])
+    parser.add_argument("source_dir", metavar="SOURCE_DIR", help="the project's source tree")
+    parser.add_argument("--self-test", action="store_true", help="plant violations in a copy and expect refusals")
+    args = parser.parse_args(argv)
+    root = pathlib.Path(args.source_dir).resolve()
+    if not root.is_dir():
+        parser.error(f"SOURCE_DIR '{args.source_dir}' is not a directory")
+    missing = sorted(f"{folder}/" for folder in TOP if not (root / folder).is_dir())
+    if missing:
+        parser.error(f"SOURCE_DIR '{args.source_dir}' lacks {', '.join(missing)}: not the project's source tree")
+    return root, args.self_test
+
+
 if __name__ == "__main__":
-    src = pathlib.Path(sys.argv[1]).resolve()
-    sys.exit(self_test(src) if "--self-test" in sys.argv[2:] else check(src))
+    src, run_self_test = parse_args(sys.argv[1:])
+    sys.exit(self_test(src) if run_self_test else check(src))
