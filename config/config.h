@@ -18,6 +18,9 @@ struct OptimConfig {
   double weight_decay = 0.0;      // decoupled weight decay (AdamW style); 0 = plain Adam
   double clip_norm = 0.0;         // clip the global gradient norm to this (0 = no clipping)
   double label_smoothing = 0.1;   // epsilon of the label-smoothed cross-entropy
+  // R-Drop (optim/loss.h): > 0 runs every micro-batch twice under independent dropout and adds
+  // this weight times the two predictions' symmetric KL divergence; 0 = off (one copy).
+  double rdrop_alpha = 0.0;
 };
 
 // The learning-rate schedule's shape (optim/lr_schedule.h has the formulas).

@@ -209,6 +209,7 @@ const std::vector<Field>& fields() {
       NMT_FIELD(optim, weight_decay, (Range{0, 1})),
       NMT_FIELD(optim, clip_norm, (Range{0, kInf})),
       NMT_FIELD(optim, label_smoothing, (Range{0, 0.999})),
+      NMT_FIELD(optim, rdrop_alpha, (Range{0, 100})),
       NMT_CHOICE(schedule, type,
                  {{"noam", ScheduleType::kNoam},
                   {"inverse_sqrt", ScheduleType::kInverseSqrt},
@@ -435,6 +436,12 @@ void validate(const Config& cfg, Needs needs) {
   if (cfg.data.reversed_until_update > 0 && cfg.data.reversed_weight == 0)
     fail("data.reversed_until_update", std::to_string(cfg.data.reversed_until_update),
          "needs data.reversed_weight > 0 (there is no reversed stage to end)");
+  const model::ModelConfig& m = cfg.model;
+  if (cfg.optim.rdrop_alpha > 0 && m.dropout == 0 && m.attention_dropout == 0 && m.activation_dropout == 0 &&
+      m.source_word_dropout == 0 && m.target_word_dropout == 0)
+    fail("optim.rdrop_alpha", fmt::format("{}", cfg.optim.rdrop_alpha),
+         "needs dropout (model.dropout, attention_dropout, activation_dropout or a word dropout > 0): "
+         "without it both copies predict alike and R-Drop only doubles the cost");
   if (cfg.data.src_lang.empty() || cfg.data.tgt_lang.empty() || cfg.data.src_lang == cfg.data.tgt_lang)
     fail("data.tgt_lang", cfg.data.tgt_lang, "source and target languages must be set and differ");
   if (needs == Needs::kRawData) {

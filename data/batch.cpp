@@ -48,4 +48,16 @@ Batch make_batch(ShardedCorpus& corpus, const MicroBatch& micro_batch, const Spe
   return b;
 }
 
+Batch with_second_copy(const Batch& batch) {
+  Batch twice;
+  twice.src = torch::cat({batch.src, batch.src});
+  twice.tgt_in = torch::cat({batch.tgt_in, batch.tgt_in});
+  twice.tgt_out = torch::cat({batch.tgt_out, batch.tgt_out});
+  twice.ids = batch.ids;
+  twice.ids.insert(twice.ids.end(), batch.ids.begin(), batch.ids.end());
+  twice.src_tokens = 2 * batch.src_tokens;
+  twice.tgt_tokens = 2 * batch.tgt_tokens;
+  return twice;
+}
+
 }  // namespace nmt::data

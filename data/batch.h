@@ -23,6 +23,10 @@ struct Batch {
 // Reads the micro-batch's examples from `corpus` (only those) and pads them.
 Batch make_batch(ShardedCorpus& corpus, const MicroBatch& micro_batch, const SpecialIds& special);
 
+// The batch followed by a second copy of its rows (R-Drop runs each sentence twice): rows i
+// and B + i are the same example; the token counts double.
+Batch with_second_copy(const Batch& batch);
+
 // Pads id sequences (each gets EOS appended) into [n, longest + 1] int64.
 torch::Tensor pad_source(const std::vector<std::vector<int32_t>>& seqs, const SpecialIds& special);
 

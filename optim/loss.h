@@ -19,9 +19,23 @@ struct LossSums {
 LossSums label_smoothed_loss(const torch::Tensor& hidden, const torch::Tensor& target, int64_t pad, double epsilon,
                              const std::function<torch::Tensor(const torch::Tensor&)>& project);
 
+// R-Drop (Liang et al. 2021; fairseq's --rdrop-alpha): `hidden` and `target` hold every
+// sentence twice, the second copy in the second half of the batch (data::with_second_copy), run
+// under independent dropout masks. What is minimised is both copies' label-smoothed loss plus
+// alpha times each position's symmetric KL divergence between its two predictions,
+//   sum_t loss_t(P) + loss_t(Q) + alpha (KL(P_t || Q_t) + KL(Q_t || P_t)) / 2,
+// and `tokens` counts both copies (as fairseq's duplicated sample does).
+LossSums rdrop_label_smoothed_loss(const torch::Tensor& hidden, const torch::Tensor& target, int64_t pad,
+                                   double epsilon, double alpha,
+                                   const std::function<torch::Tensor(const torch::Tensor&)>& project);
+
 // The same loss from [n, V] logits of the counted rows, as log_softmax -> gather -> sum
 // (any device and dtype; `tokens` is copied into the result).
 LossSums reference_label_smoothed_loss(const torch::Tensor& logits, const torch::Tensor& target, double epsilon,
                                        int64_t tokens);
+
+// R-Drop's divergence summed over pairs, from [2n, V] logits whose rows i and n + i pair up,
+// as LibTorch ops: sum_i sum_j (P_ij - Q_ij)(log P_ij - log Q_ij) / 2.
+torch::Tensor reference_rdrop_divergence(const torch::Tensor& logits);
 
 }  // namespace nmt::optim

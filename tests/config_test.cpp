@@ -65,6 +65,13 @@ TEST(Config, OutOfRangeNamesKeyValueFileAndLine) {
   EXPECT_THROW_WITH(validate(cfg, Needs::kNothing), ConfigError, "schedule.warmup_updates", "x.yaml:3", "below");
   cfg = load_config_text("model:\n  d_model: 100\n  heads: 8\n", "x.yaml");
   EXPECT_THROW_WITH(validate(cfg, Needs::kNothing), ConfigError, "model.heads", "'8'", "x.yaml:3", "divide");
+  cfg = load_config_text("optim:\n  rdrop_alpha: -1\n", "x.yaml");
+  EXPECT_THROW_WITH(validate(cfg, Needs::kNothing), ConfigError, "optim.rdrop_alpha", "'-1.0'", "x.yaml:2", ">= 0");
+  cfg = load_config_text("model:\n  dropout: 0\noptim:\n  rdrop_alpha: 5\n", "x.yaml");
+  EXPECT_THROW_WITH(validate(cfg, Needs::kNothing), ConfigError, "optim.rdrop_alpha", "'5'", "x.yaml:4",
+                    "needs dropout");
+  cfg = load_config_text("model:\n  dropout: 0\n  attention_dropout: 0.1\noptim:\n  rdrop_alpha: 5\n", "x.yaml");
+  EXPECT_NO_THROW(validate(cfg, Needs::kNothing));
 }
 
 TEST(Config, MissingRequiredFileNamesKeyValueFileAndLine) {

@@ -5,7 +5,9 @@
 #include <cmath>
 
 #include "metrics/log_window.h"
+#include "data/batch.h"
 #include "model/kernels/fused_cross_entropy.h"
+#include "model/kernels/fused_rdrop_loss.h"
 #include "optim/adam.h"
 #include "optim/loss.h"
 #include "optim/loss_scaler.h"
@@ -89,6 +91,102 @@ TEST(Loss, FusedKernelRejectsBadInputAndASecondBackward) {
   const auto loss = model::kernels::fused_label_smoothed_cross_entropy(z * 1.0, target, 0.1).loss.sum();
   loss.backward({}, /*retain_graph=*/true);
   EXPECT_THROW(loss.backward(), c10::Error);
+}
+
+// R-Drop's fused kernel against LibTorch in float64: the cross-entropy as F.cross_entropy
+// with label smoothing, the divergence as F.kl_div both ways, and the gradient of a weighted
+// sum of all three outputs (what the trainer's sum with alpha is a case of) through autograd.
+TEST(Rdrop, FusedKernelMatchesLibTorchCrossEntropyKlDivAndTheirGradient) {
+  namespace F = torch::nn::functional;
+  torch::manual_seed(5);
+  for (int64_t v : {7, 8000, 1003}) {
+    const int64_t n = 29;
+    // Two nearby predictions (as two dropout masks give), with a large offset and spread.
+    const auto first = torch::randn({n, v}) * 6.0 + 40.0;
+    const auto base = torch::cat({first, first + torch::randn({n, v}) * 0.7});
+    const auto half_target = torch::randint(0, v, {n}, torch::kInt64);
+    const auto target = torch::cat({half_target, half_target});
+    const auto w_loss = torch::rand({2 * n}), w_div = torch::rand({n}) * 5.0;
+    auto z = base.clone().requires_grad_(true);
+    const auto rows = model::kernels::fused_rdrop_cross_entropy(z.clone(), target, 0.1);
+    ((rows.loss * w_loss).sum() + (rows.divergence * w_div).sum()).backward();
+
+    auto z64 = base.to(torch::kFloat64).requires_grad_(true);
+    const auto ce = F::cross_entropy(z64, target, F::CrossEntropyFuncOptions().label_smoothing(0.1).reduction(torch::kNone));
+    const auto lp = torch::log_softmax(z64.slice(0, 0, n), -1), lq = torch::log_softmax(z64.slice(0, n), -1);
+    const auto kl_p_q = F::kl_div(lq, lp, F::KLDivFuncOptions().reduction(torch::kNone).log_target(true)).sum(-1);
+    const auto kl_q_p = F::kl_div(lp, lq, F::KLDivFuncOptions().reduction(torch::kNone).log_target(true)).sum(-1);
+    const auto divergence = 0.5 * (kl_p_q + kl_q_p);
+    ((ce * w_loss.to(torch::kFloat64)).sum() + (divergence * w_div.to(torch::kFloat64)).sum()).backward();
+
+    EXPECT_TRUE(torch::allclose(rows.loss.to(torch::kFloat64), ce, 1e-5, 1e-4)) << "V " << v;
+    EXPECT_TRUE(torch::allclose(rows.divergence.to(torch::kFloat64), divergence, 1e-3, 1e-4))
+        << "V " << v << " max diff " << (rows.divergence.to(torch::kFloat64) - divergence).abs().max().item<double>();
+    const auto nll = -torch::log_softmax(z64, -1).gather(1, target.unsqueeze(1)).squeeze(1);
+    EXPECT_TRUE(torch::allclose(rows.nll.to(torch::kFloat64), nll, 1e-5, 1e-4)) << "V " << v;
+    EXPECT_TRUE(torch::allclose(z.grad().to(torch::kFloat64), z64.grad(), 1e-4, 5e-5))
+        << "V " << v << " max diff " << (z.grad().to(torch::kFloat64) - z64.grad()).abs().max().item<double>()
+        << " max grad " << z64.grad().abs().max().item<double>();
+    EXPECT_GT(divergence.min().item<double>(), 0.0);  // the copies differ: the check can fail
+  }
+}
+
+// With both copies alike (no dropout) the divergence and its gradient vanish and the loss is
+// twice the plain loss; LibTorch's reference divergence agrees with the kernel's on differing copies.
+TEST(Rdrop, LossOfIdenticalCopiesIsTwiceThePlainLossAndTheReferenceAgrees) {
+  torch::manual_seed(6);
+  const auto hidden = torch::randn({3, 5, 11});
+  auto target = torch::randint(1, 11, {3, 5}, torch::kInt64);
+  target[2][4] = 0;
+  target[1][3] = 0;
+  const auto identity = [](const torch::Tensor& h) { return h; };
+  const auto plain = optim::label_smoothed_loss(hidden, target, 0, 0.1, identity);
+  auto twice = torch::cat({hidden, hidden}).requires_grad_(true);
+  const auto rdrop = optim::rdrop_label_smoothed_loss(twice * 1.0, torch::cat({target, target}), 0, 0.1, 5.0, identity);
+  EXPECT_EQ(rdrop.tokens, 2 * plain.tokens);
+  EXPECT_NEAR(rdrop.loss.item<double>(), 2 * plain.loss.item<double>(), 1e-4);
+  EXPECT_NEAR(rdrop.nll.item<double>(), 2 * plain.nll.item<double>(), 1e-4);
+  rdrop.loss.backward();
+  const auto g = twice.grad();
+  EXPECT_TRUE(torch::allclose(g.slice(0, 0, 3), g.slice(0, 3), 1e-6, 1e-7));  // the divergence pulls neither way
+
+  const auto other = torch::cat({hidden, hidden + torch::randn({3, 5, 11})});
+  const auto doubled_target = torch::cat({target, target});
+  const auto fused = optim::rdrop_label_smoothed_loss(other, doubled_target, 0, 0.1, 5.0, identity);
+  const auto keep = doubled_target.reshape({-1}).ne(0).nonzero().squeeze(1);
+  const auto logits = other.reshape({-1, 11}).index_select(0, keep);
+  const auto ce = optim::reference_label_smoothed_loss(logits, doubled_target.reshape({-1}).index_select(0, keep), 0.1,
+                                                       keep.size(0));
+  EXPECT_NEAR(fused.loss.item<double>(), (ce.loss + 5.0 * optim::reference_rdrop_divergence(logits)).item<double>(),
+              1e-3);
+}
+
+TEST(Rdrop, KernelRejectsOddRowsUnpairedTargetsAndASecondBackward) {
+  EXPECT_THROW(model::kernels::fused_rdrop_cross_entropy(torch::zeros({3, 4}), torch::zeros({3}, torch::kInt64), 0.1),
+               c10::Error);
+  EXPECT_THROW(model::kernels::fused_rdrop_cross_entropy(torch::zeros({2, 4}), torch::tensor({1, 2}), 0.1),
+               c10::Error);  // row 1 is not row 0's copy
+  auto z = torch::zeros({2, 5}).requires_grad_(true);
+  const auto loss = model::kernels::fused_rdrop_cross_entropy(z * 1.0, torch::tensor({1, 1}), 0.1).loss.sum();
+  loss.backward({}, /*retain_graph=*/true);
+  EXPECT_THROW(loss.backward(), c10::Error);
+}
+
+TEST(Rdrop, SecondCopyRepeatsTheRowsAndDoublesTheCounts) {
+  data::Batch b;
+  b.src = torch::tensor({{5, 6, 2}, {7, 2, 0}});
+  b.tgt_in = torch::tensor({{1, 8}, {1, 9}});
+  b.tgt_out = torch::tensor({{8, 2}, {9, 2}});
+  b.ids = {4, 11};
+  b.src_tokens = 5;
+  b.tgt_tokens = 4;
+  const data::Batch twice = data::with_second_copy(b);
+  EXPECT_TRUE(twice.src.equal(torch::tensor({{5, 6, 2}, {7, 2, 0}, {5, 6, 2}, {7, 2, 0}})));
+  EXPECT_TRUE(twice.tgt_in.slice(0, 2).equal(b.tgt_in));
+  EXPECT_TRUE(twice.tgt_out.slice(0, 0, 2).equal(b.tgt_out) && twice.tgt_out.slice(0, 2).equal(b.tgt_out));
+  EXPECT_EQ(twice.ids, (std::vector<int64_t>{4, 11, 4, 11}));
+  EXPECT_EQ(twice.src_tokens, 10);
+  EXPECT_EQ(twice.tgt_tokens, 8);
 }
 
 // Values worked out by hand (Python's float arithmetic) for Vaswani et al.'s schedule with

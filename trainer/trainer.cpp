@@ -156,6 +156,7 @@ std::vector<data::Batch> Trainer::load_micro_batches(const std::vector<data::Mic
   std::vector<data::Batch> batches;
   for (const auto& mb : mine) {
     batches.push_back(data::make_batch(*train_, mb, special_));
+    if (cfg_.optim.rdrop_alpha > 0) batches.back() = data::with_second_copy(batches.back());
     const data::Batch& b = batches.back();
     if (b.empty()) continue;
     r.local_src_tokens += b.src_tokens;
@@ -188,8 +189,12 @@ void Trainer::forward_backward(const std::vector<data::Batch>& batches, StepResu
     {
       AutocastScope autocast(device_, cfg_.train.precision);
       torch::Tensor hidden = model_->forward_hidden(b.src.to(device_), b.tgt_in.to(device_));
-      l = optim::label_smoothed_loss(hidden, b.tgt_out.to(device_), special_.pad, cfg_.optim.label_smoothing,
-                                     [&](const torch::Tensor& h) { return model_->project(h); });
+      const auto project = [&](const torch::Tensor& h) { return model_->project(h); };
+      l = cfg_.optim.rdrop_alpha > 0
+              ? optim::rdrop_label_smoothed_loss(hidden, b.tgt_out.to(device_), special_.pad,
+                                                 cfg_.optim.label_smoothing, cfg_.optim.rdrop_alpha, project)
+              : optim::label_smoothed_loss(hidden, b.tgt_out.to(device_), special_.pad, cfg_.optim.label_smoothing,
+                                           project);
     }
     if (cfg_.debug.nan_update > 0 && update_ + 1 >= cfg_.debug.nan_update &&
         update_ + 1 < cfg_.debug.nan_update + cfg_.debug.nan_count)

@@ -9,27 +9,11 @@
 
 #include "model/kernels/cpu_clones.h"
 #include "model/kernels/fast_exp.h"
+#include "model/kernels/softmax_rows.h"
 
 namespace nmt::model::kernels {
 
 namespace {
-
-struct RowStats {
-  float max, sum_exp, sum_shifted;  // max_j z_j, sum_j exp(z_j - max), sum_j (z_j - max)
-};
-
-NMT_CPU_CLONES RowStats row_stats(const float* z, int64_t v) {
-  float m = -INFINITY;
-#pragma omp simd reduction(max : m)
-  for (int64_t j = 0; j < v; ++j) m = z[j] > m ? z[j] : m;
-  float s = 0.0f, t = 0.0f;
-#pragma omp simd reduction(+ : s, t)
-  for (int64_t j = 0; j < v; ++j) {
-    s += exp_nonpositive(z[j] - m);
-    t += z[j] - m;  // shifted: no cancellation against lse when logits are large
-  }
-  return {m, s, t};
-}
 
 // d_j = g (softmax_j - eps / V), written over z; the target's (1 - eps) g is subtracted after.
 NMT_CPU_CLONES void row_gradient(float* z, int64_t v, float lse, float g, float smooth) {
