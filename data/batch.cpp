@@ -49,6 +49,7 @@ Batch make_batch(ShardedCorpus& corpus, const MicroBatch& micro_batch, const Spe
 }
 
 Batch with_second_copy(const Batch& batch) {
+  if (batch.empty()) return batch;  // an empty micro-batch (an epoch's tail) has no tensors
   Batch twice;
   twice.src = torch::cat({batch.src, batch.src});
   twice.tgt_in = torch::cat({batch.tgt_in, batch.tgt_in});

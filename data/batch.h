@@ -24,7 +24,7 @@ struct Batch {
 Batch make_batch(ShardedCorpus& corpus, const MicroBatch& micro_batch, const SpecialIds& special);
 
 // The batch followed by a second copy of its rows (R-Drop runs each sentence twice): rows i
-// and B + i are the same example; the token counts double.
+// and B + i are the same example; the token counts double. An empty batch stays empty.
 Batch with_second_copy(const Batch& batch);
 
 // Pads id sequences (each gets EOS appended) into [n, longest + 1] int64.

@@ -24,7 +24,9 @@ LossSums label_smoothed_loss(const torch::Tensor& hidden, const torch::Tensor& t
 // under independent dropout masks. What is minimised is both copies' label-smoothed loss plus
 // alpha times each position's symmetric KL divergence between its two predictions,
 //   sum_t loss_t(P) + loss_t(Q) + alpha (KL(P_t || Q_t) + KL(Q_t || P_t)) / 2,
-// and `tokens` counts both copies (as fairseq's duplicated sample does).
+// and `tokens` counts both copies. fairseq divides the same sum by one copy's tokens, so at
+// the same alpha the relative weights are the same and the gradient is half of fairseq's:
+// under Adam only optim.clip_norm sees the difference (it acts as fairseq's 2 x clip_norm).
 LossSums rdrop_label_smoothed_loss(const torch::Tensor& hidden, const torch::Tensor& target, int64_t pad,
                                    double epsilon, double alpha,
                                    const std::function<torch::Tensor(const torch::Tensor&)>& project);

@@ -105,7 +105,9 @@ AvailableMemory available_memory(const torch::Device& device) {
 
 void check_fits(const model::ModelConfig& model, const config::Config& cfg, const torch::Device& device, bool training) {
   const int64_t tokens = training ? cfg.data.max_tokens : cfg.eval.max_tokens;
-  const MemoryEstimate e = estimate_memory(model, tokens, training);
+  // R-Drop runs each training micro-batch twice, in one batch of twice the tokens.
+  const int64_t copies = training && cfg.optim.rdrop_alpha > 0 ? 2 : 1;
+  const MemoryEstimate e = estimate_memory(model, copies * tokens, training);
   const AvailableMemory have = available_memory(device);
   if (e.total() <= have.bytes) return;
   auto gb = [](double bytes) {
@@ -118,7 +120,7 @@ void check_fits(const model::ModelConfig& model, const config::Config& cfg, cons
       std::to_string(model.ffn_dim) + ", model.encoder_layers = " + std::to_string(model.encoder_layers) +
       ", model.decoder_layers = " + std::to_string(model.decoder_layers) + ", vocabulary " +
       std::to_string(model.vocab_size) + " and " + (training ? "data.max_tokens = " : "eval.max_tokens = ") +
-      std::to_string(tokens) + " need at least " + gb(e.total()) + " (" + gb(e.parameters) +
+      std::to_string(tokens) + (copies == 2 ? " (twice: optim.rdrop_alpha > 0)" : "") + " need at least " + gb(e.total()) + " (" + gb(e.parameters) +
       (training ? " parameters, gradients and Adam state, " : " parameters, ") + gb(e.activations) +
       " activations) but " + device.str() + " has " + gb(have.bytes) + " " + have.limited_by);
 }

@@ -47,6 +47,15 @@ case $mode in
     train 1 2 np1_uf2
     compare np2_uf1/last.pt np1_uf2/last.pt 0 || fail "-np 2 uf 1 and -np 1 uf 2 differ"
     grep -q "ranks 2 | backend mpi" np2_uf1.log || fail "the 2-rank run did not run on 2 ranks"
+    # R-Drop through an epoch's tail: 92 micro-batches an epoch at update_freq 3 leave update 31
+    # one empty micro-batch, which must run nothing (it once crashed copying absent tensors).
+    train 1 3 rdrop_uf3 train.max_updates=35 model.dropout=0.1 optim.rdrop_alpha=5
+    train 1 3 plain_uf3 train.max_updates=35 model.dropout=0.1
+    # 46 updates at update_freq 2 and 31 at 3: 91 or 92 micro-batches, so 93 slots hold an empty one.
+    grep -q "| 46 updates/epoch |" np1_uf2.log && grep -q "| 31 updates/epoch |" rdrop_uf3.log \
+      || fail "the toy corpus packs another number of micro-batches: the R-Drop case may miss the epoch's tail"
+    grep -q "| update     35 | epoch   2 |" rdrop_uf3.log || fail "R-Drop: update 35 (epoch 2) not logged"
+    compare rdrop_uf3/last.pt plain_uf3/last.pt 0 && fail "R-Drop and plain runs are identical: R-Drop was not used"
     # The same in bf16 (train.precision=bf16: the linear layers' products in bf16), where the
     # CPU has bf16 instructions.
     if "$TRAIN" --config c.yaml train.precision=bf16 train.max_updates=1 train.save_dir=bf16_probe > bf16_probe.log 2>&1; then
