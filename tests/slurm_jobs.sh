@@ -4,8 +4,9 @@
 # nodes), one ctest entry per mode:
 #   equivalence   sbatch -N2 --ntasks-per-node=2, with srun --mpi=pmix and with mpirun
 #                 inside the allocation, == 1 node x 4 == 1 rank with update_freq 4, bitwise;
-#                 srun's PMIx fences cross nodes (rings, in slurmd's log); threads from --cpus-per-task; errors name the Slurm node (the machines'
-#                 host names differ from it); bad NMTRAIN_LAUNCH and cluster arguments refused
+#                 srun's PMIx fences cross nodes (rings, in slurmd's log); threads from
+#                 --cpus-per-task; errors name the Slurm node (the machines' host names
+#                 differ from it); bad NMTRAIN_LAUNCH and cluster arguments refused
 #   preemption    the batch shell gets SIGTERM (scancel -b, what --signal=B:TERM@120 sends):
 #                 every rank stops after the same update, checkpoints whole, exit 0;
 #                 scontrol requeue resumes; the end is bitwise equal to an uninterrupted
@@ -188,10 +189,8 @@ case $mode in
     for f in srun2x2 mpirun2x2 srun1x4; do grep -q "ranks 4 | backend mpi" $f.out || fail "$f: not 4 ranks"; done
     "$TRAIN" --config c.yaml train.save_dir=one train.update_freq=4 > one.log 2>&1 || { cat one.log; fail "1 rank uf 4"; }
     same srun2x2/last.pt srun1x4/last.pt
-    # Every PMIx fence of the srun jobs crossed nodes: slurm_train.sbatch asks for Slurm's ring
-    # collective, as its tree completes on each node alone below TreeWidth nodes (the barrier
-    # ending MPI_Init then waits for no other node, and Open MPI 4.1 can crash on a message
-    # that arrives while it is still inside). slurmd logs fences at SlurmdDebug=debug.
+    # Every PMIx fence of the srun jobs crossed nodes (SLURM_PMIX_FENCE=ring: why, in
+    # launch/slurm_train.sbatch). slurmd logs fences at SlurmdDebug=debug.
     h1log=$SLURM_STATE/log/slurmd-nmts-h1.log
     ! grep -q "COLL_FENCE_TREE" "$h1log" || { grep -m3 "COLL_FENCE_TREE" "$h1log"; fail "a PMIx fence ran as Slurm's tree collective"; }
     grep -q "COLL_FENCE_RING collective message from nodeid=0, contrib_id=0, seq=1," "$h1log" \
