@@ -91,6 +91,7 @@ struct EvalConfig {
   int64_t max_len_b = 10;
   int64_t max_tokens = 4096;      // source tokens per decoding batch
   int64_t nbest = 1;              // translate: hypotheses printed per sentence
+  int64_t average_last = 5;       // launch/quickstart.sh scores the average of the last N update_*.pt
 };
 
 struct DebugConfig {

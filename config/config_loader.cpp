@@ -265,6 +265,7 @@ const std::vector<Field>& fields() {
       NMT_FIELD(eval, max_len_b, (Range{0, 100000})),
       NMT_FIELD(eval, max_tokens, (Range{1, 1e9})),
       NMT_FIELD(eval, nbest, (Range{1, 1000})),
+      NMT_FIELD(eval, average_last, (Range{1, 1000})),
       NMT_FIELD(debug, anomaly, Any{}),
       NMT_FIELD(debug, deterministic, Any{}),
       NMT_FIELD(debug, fault_rank, (Range{-1, 1e9})),

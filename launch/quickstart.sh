@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job on a fresh machine: install, build, preprocess Multi30k, train a recipe,
-# average its last checkpoints, and score test_2016_flickr with beam search: detokenized
-# sacreBLEU (evaluate) and the papers' lowercased, Moses-tokenized BLEU (tools/score_lc_tok.py).
+# average its last eval.average_last checkpoints (at most train.keep_last are kept), and score
+# test_2016_flickr with beam search: detokenized sacreBLEU (evaluate) and the papers'
+# lowercased, Moses-tokenized BLEU (tools/score_lc_tok.py).
 #
 #   bash launch/quickstart.sh [RAW_DIR]                              # 10-minute De->En recipe
 #   CONFIG=configs/multi30k_de_en.yaml bash launch/quickstart.sh     # the 60-minute De->En recipe
@@ -30,16 +31,17 @@ echo "== preprocess $raw (config $config)"
 "$b/data/preprocess" --config "$config" "${common[@]}" "${extra[@]}"
 echo "== train $name -> $run (log: $run/train.log, metrics: $run/metrics.jsonl)"
 "$b/trainer/train" --config "$config" "${common[@]}" "${extra[@]}"
-echo "== average the last checkpoints"
+resolved=$("$b/trainer/train" --config "$config" "${common[@]}" "${extra[@]}" --print-config)
+tgt=$(sed -n 's/^  tgt_lang: "\(.*\)"$/\1/p' <<< "$resolved")
+average_last=$(sed -n 's/^  average_last: \([0-9]*\)$/\1/p' <<< "$resolved")
+echo "== average the last checkpoints (up to eval.average_last = $average_last)"
 n=$(find "$run" -maxdepth 1 -name 'update_*.pt' | wc -l)
-n=$(( n > 5 ? 5 : n ))
+n=$(( n > average_last ? average_last : n ))
 ckpt=$run/last.pt
 if [ "$n" -ge 2 ]; then
   "$b/trainer/average" --output "$run/averaged.pt" --last "$n" "$run"
   ckpt=$run/averaged.pt
 fi
-tgt=$("$b/trainer/train" --config "$config" "${common[@]}" "${extra[@]}" --print-config |
-      sed -n 's/^  tgt_lang: "\(.*\)"$/\1/p')
 hyp=$run/test_2016_flickr.hyp.$tgt
 echo "== evaluate $ckpt on test_2016_flickr (beam and length penalty: the config's eval section)"
 "$b/eval/evaluate" --config "$config" "${common[@]}" "${extra[@]}" --checkpoint "$ckpt" --split test --output "$hyp"

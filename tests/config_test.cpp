@@ -65,6 +65,8 @@ TEST(Config, OutOfRangeNamesKeyValueFileAndLine) {
   EXPECT_THROW_WITH(validate(cfg, Needs::kNothing), ConfigError, "schedule.warmup_updates", "x.yaml:3", "below");
   cfg = load_config_text("model:\n  d_model: 100\n  heads: 8\n", "x.yaml");
   EXPECT_THROW_WITH(validate(cfg, Needs::kNothing), ConfigError, "model.heads", "'8'", "x.yaml:3", "divide");
+  cfg = load_config_text("eval:\n  average_last: 0\n", "x.yaml");
+  EXPECT_THROW_WITH(validate(cfg, Needs::kNothing), ConfigError, "eval.average_last", "'0'", "x.yaml:2", ">= 1");
   cfg = load_config_text("optim:\n  rdrop_alpha: -1\n", "x.yaml");
   EXPECT_THROW_WITH(validate(cfg, Needs::kNothing), ConfigError, "optim.rdrop_alpha", "'-1.0'", "x.yaml:2", ">= 0");
   cfg = load_config_text("model:\n  dropout: 0\noptim:\n  rdrop_alpha: 5\n", "x.yaml");
@@ -112,9 +114,10 @@ TEST(Config, PrintConfigRoundTrips) {
   Config cfg = load_config_text("", "x.yaml",
                                 {"optim.eps=1e-9", "schedule.factor=0.1", "model.dropout=0.3", "data.spm_model=a: b",
                                  "data.src_lang=yes", "model.pre_norm=true", "train.save_dir=", "train.max_minutes=55",
-                                 "data.max_tokens=1234", "schedule.type=linear"});
+                                 "data.max_tokens=1234", "schedule.type=linear", "eval.average_last=10"});
   const std::string yaml = to_yaml(cfg);
   EXPECT_NE(yaml.find("  type: \"linear\""), std::string::npos);  // the enum printed by its name
+  EXPECT_NE(yaml.find("\n  average_last: 10\n"), std::string::npos);  // the line launch/quickstart.sh reads
   Config back = load_config_text(yaml, "printed.yaml");
   EXPECT_EQ(to_yaml(back), yaml);
   EXPECT_EQ(back.optim.eps, 1e-9);
