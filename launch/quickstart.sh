@@ -11,7 +11,8 @@
 # RAW_DIR defaults to ../shared/data/multi30k. A recipe's length is its update budget
 # (train.max_updates in its config), so that it is the same model on every machine; README.md
 # says how long each took here. RUN_DIR (default runs/<config name>) receives the checkpoints,
-# train.log, metrics.jsonl and the test hypotheses; EXTRA="key=value ..." adds overrides.
+# train.log, metrics.jsonl and the test hypotheses; run again, it resumes the run there from
+# its newest valid checkpoint. EXTRA="key=value ..." adds overrides.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 raw=${1:-$root/../shared/data/multi30k}
@@ -30,7 +31,9 @@ extra=(${EXTRA:-})
 echo "== preprocess $raw (config $config)"
 "$b/data/preprocess" --config "$config" "${common[@]}" "${extra[@]}"
 echo "== train $name -> $run (log: $run/train.log, metrics: $run/metrics.jsonl)"
-"$b/trainer/train" --config "$config" "${common[@]}" "${extra[@]}"
+# --resume auto: run again after a preemption or a kill, the quickstart continues the run in
+# RUN_DIR from its newest valid checkpoint (fairseq's and Marian's habit) instead of starting over.
+"$b/trainer/train" --config "$config" "${common[@]}" "${extra[@]}" --resume auto
 resolved=$("$b/trainer/train" --config "$config" "${common[@]}" "${extra[@]}" --print-config)
 tgt=$(sed -n 's/^  tgt_lang: "\(.*\)"$/\1/p' <<< "$resolved")
 average_last=$(sed -n 's/^  average_last: \([0-9]*\)$/\1/p' <<< "$resolved")

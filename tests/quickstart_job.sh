@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# launch/quickstart.sh, the main job, end to end on the toy corpus with a toy recipe:
+# - it trains, averages the last eval.average_last checkpoints (checked against the mean
+#   of those files' weights in PyTorch) and scores the test set both ways;
+# - run again with a larger budget, it resumes the run instead of starting over;
+# - a run directory of another model is refused with the reason, and left as it was.
+#   quickstart_job.sh BUILD_DIR PYTHON
+set -uo pipefail
+build=$1 python=$2
+here=$(cd "$(dirname "$0")" && pwd)
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+cd "$tmp"
+
+"$python" "$here/make_toy_corpus.py" raw
+cat > recipe.yaml <<'YAML'
+data: {vocab_size: 40, num_shards: 2, max_tokens: 300}
+model: {d_model: 32, ffn_dim: 64, heads: 4, encoder_layers: 1, decoder_layers: 1, dropout: 0.0}
+schedule: {type: inverse_sqrt, lr: 0.003, warmup_updates: 10}
+train: {max_updates: 60, threads: 1, log_interval: 20, validate_interval_updates: 30, save_interval_updates: 10, keep_last: 5}
+eval: {beam: 2, average_last: 3}
+YAML
+# quickstart() EXTRA...: the quickstart on this recipe, output in out.txt.
+quickstart() {
+  BUILD_DIR=$build CONFIG=$tmp/recipe.yaml RUN_DIR=$tmp/run SHARD_DIR=$tmp/shards EXTRA="$*" \
+    bash "$here/../launch/quickstart.sh" "$tmp/raw" > out.txt 2>&1
+}
+
+quickstart || { tail -20 out.txt; fail "quickstart exit $?"; }
+grep -qF "average: wrote $tmp/run/averaged.pt from 3 checkpoints (last: update 60)" out.txt ||
+  { cat out.txt; fail "the last eval.average_last = 3 checkpoints were not averaged"; }
+[ "$(grep -c '^BLEU = ' out.txt)" = 2 ] || { cat out.txt; fail "expected a sacreBLEU and an lc-tok BLEU line"; }
+[ -s run/test_2016_flickr.hyp.en ] || fail "no test hypotheses"
+"$python" - "$tmp/run" <<'PY' || fail "averaged.pt is not the mean of update_40/50/60.pt"
+import sys, torch
+run = sys.argv[1]
+load = lambda name: torch.load(f"{run}/{name}", weights_only=True)["model"]
+avg, parts = load("averaged.pt"), [load(f"update_{u}.pt") for u in (40, 50, 60)]
+for key, value in avg.items():
+    mean = sum(p[key].double() for p in parts) / 3
+    assert torch.allclose(value.double(), mean, rtol=0, atol=1e-6), key
+PY
+echo "ok: trained 60 updates, averaged the last 3, scored both ways"
+
+quickstart train.max_updates=80 || { tail -20 out.txt; fail "rerun exit $?"; }
+grep -qF "resumed from $tmp/run/last.pt at update 60" out.txt || { cat out.txt; fail "the rerun did not resume"; }
+grep -qF "from 3 checkpoints (last: update 80)" out.txt || { cat out.txt; fail "the resumed run did not reach 80"; }
+echo "ok: run again with 80 updates, it resumed at 60"
+
+before=$(sha256sum run/last.pt)
+if quickstart model.d_model=16; then fail "a run directory of another model was accepted"; fi
+grep -q "train: error: .*last.pt: parameter .* has shape" out.txt || { cat out.txt; fail "no clear error"; }
+[ "$(sha256sum run/last.pt)" = "$before" ] || fail "the refused run changed last.pt"
+echo "ok: another model's run directory refused: $(grep 'train: error' out.txt | head -c 160)"
