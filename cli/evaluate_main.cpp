@@ -1,4 +1,4 @@
-// evaluate --config C --checkpoint P [--split val|test|FILE] [--ref FILE] [--beam K] [--lenpen A] [--output FILE]
+// evaluate --config C --checkpoint P [--checkpoint P ...] [--split val|test|FILE] [--ref FILE] [--beam K] [--lenpen A] [--output FILE]
 //          [--verbose]
 // evaluate bleu --hyp FILE --ref FILE
 // Prints sacreBLEU's score line, then its signature.
@@ -44,7 +44,12 @@ int main(int argc, char** argv) {
     int64_t beam = -1;
     double lenpen = -1;
     bool verbose = false;
-    app.add_option("--checkpoint", req.checkpoint, "checkpoint to evaluate")->required();
+    app.add_option("--checkpoint", req.checkpoints,
+                   "checkpoint to evaluate; repeated (--checkpoint A --checkpoint B), an ensemble")
+        ->required()
+        ->expected(1)
+        ->allow_extra_args(false)  // one path an occurrence: what follows are key=value overrides
+        ->take_all();
     app.add_option("--split", req.split, "val, test (data.test_split) or a raw source file");
     app.add_option("--ref", req.ref, "reference file (default: the split's raw target file)");
     app.add_option("--beam", beam, "beam size (default eval.beam; 1 = greedy)")->check(CLI::Range(1, 1000));

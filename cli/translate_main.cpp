@@ -1,7 +1,9 @@
-// translate --config C --checkpoint P [--beam K] [--nbest N] [--input FILE] [--verbose] < source > hypotheses
+// translate --config C --checkpoint P [--checkpoint P ...] [--beam K] [--nbest N] [--input FILE] [--verbose] < source > hypotheses
 // Like marian-decoder / fairseq-interactive: one translation per input line; with
 // --nbest N, N lines per input in Marian's n-best format "i ||| translation ||| score".
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "cli/cli.h"
 #include "eval/evaluation.h"
@@ -16,10 +18,16 @@ int main(int argc, char** argv) {
     CLI::App app("Translate raw sentences (stdin or --input) with a checkpoint; detokenized output on stdout.");
     nmt::cli::ConfigArgs args;
     nmt::cli::add_config_options(app, args);
-    std::string checkpoint, input;
+    std::vector<std::string> checkpoints;
+    std::string input;
     int64_t beam = -1, nbest = -1;
     bool verbose = false;
-    app.add_option("--checkpoint", checkpoint, "checkpoint to translate with")->required();
+    app.add_option("--checkpoint", checkpoints,
+                   "checkpoint to translate with; repeated (--checkpoint A --checkpoint B), an ensemble")
+        ->required()
+        ->expected(1)
+        ->allow_extra_args(false)  // one path an occurrence: what follows are key=value overrides
+        ->take_all();
     app.add_option("--beam", beam, "beam size (default eval.beam; 1 = greedy)")->check(CLI::Range(1, 1000));
     app.add_option("--nbest", nbest, "print the N best translations per sentence with their scores")
         ->check(CLI::Range(1, 1000));
@@ -34,7 +42,7 @@ int main(int argc, char** argv) {
     const torch::Device device = nmt::runtime::choose_device(cfg.train, nmt::runtime::launcher_local_rank());
     const std::string setup = nmt::runtime::set_up_decoding(cfg, device, /*comm=*/nullptr);
     if (verbose) std::cerr << "translate: " << setup << std::endl;
-    nmt::eval::Translator translator(cfg, checkpoint, device);
+    nmt::eval::Translator translator(cfg, checkpoints, device);
     std::vector<std::string> lines;
     if (!input.empty()) {
       lines = nmt::eval::read_text_lines(input);

@@ -68,7 +68,7 @@ double validation_bleu(const config::Config& cfg, model::Transformer model, dist
 
 EvalResult run_evaluation(const config::Config& cfg, const EvalRequest& req, dist::Communicator& comm) {
   const torch::Device device = comm.device();
-  Translator translator(cfg, req.checkpoint, device);
+  Translator translator(cfg, req.checkpoints, device);
 
   // Sources: a preprocessed split (the very ids training saw) or a raw text file.
   std::vector<std::vector<int32_t>> sources;

@@ -13,7 +13,7 @@
 namespace nmt::eval {
 
 struct EvalRequest {
-  std::string checkpoint;
+  std::vector<std::string> checkpoints;  // several decode as an ensemble (eval/ensemble.h)
   std::string split = "test";  // val | test | path of a raw source file
   std::string ref;             // reference file ("" = the split's raw target file)
   std::string output;          // where hypotheses go ("" = not written)

@@ -128,19 +128,19 @@ std::vector<std::vector<Hypothesis>> best_first(std::vector<std::vector<Hypothes
 
 // Speed (bench/decode): sentences that have finished leave the batch, so each step runs
 // only the live ones; only each row's best token and its log-probability reach the host.
-std::vector<std::vector<Hypothesis>> greedy_search(model::TransformerImpl& model, const torch::Tensor& src,
+std::vector<std::vector<Hypothesis>> greedy_search(Ensemble& models, const torch::Tensor& src,
                                                    const SearchOptions& opt) {
   torch::NoGradGuard no_grad;
   const int64_t batch = src.size(0);
   const torch::Device device = src.device();
-  const auto limit = max_lengths(src, opt, model.config().max_positions);
-  model::DecoderState state = model.start_decoding(src);
+  const auto limit = max_lengths(src, opt, models.max_positions());
+  models.start(src);
   std::vector<Hypothesis> hyp(batch);
   std::vector<int64_t> rows(batch);  // rows[r]: the sentence in state row r
   std::iota(rows.begin(), rows.end(), 0);
   torch::Tensor prev = torch::full({batch}, opt.bos, torch::TensorOptions().dtype(torch::kInt64).device(device));
   for (int64_t t = 0; !rows.empty(); ++t) {
-    const torch::Tensor logits = model.decode_step_logits(prev, state);
+    const torch::Tensor logits = models.step(prev);
     const model::kernels::Candidates best =
         model::kernels::top_candidates(logits, 1, {opt.pad, opt.bos}, forced_eos(rows, 1, t, limit, opt));
     auto lp = best.log_probs.accessor<float, 2>();
@@ -160,7 +160,7 @@ std::vector<std::vector<Hypothesis>> greedy_search(model::TransformerImpl& model
       kept_rows.push_back(rows[r]);
     }
     if (keep.empty()) break;
-    if (keep.size() < rows.size()) state.select(on_device(keep, device));
+    if (keep.size() < rows.size()) models.select(on_device(keep, device));
     rows = std::move(kept_rows);
     prev = on_device(next, device);
   }
@@ -175,13 +175,13 @@ std::vector<std::vector<Hypothesis>> greedy_search(model::TransformerImpl& model
 // sentence (DecoderState::beams), so reordering beams moves only the self-attention caches.
 // Each row's best 2k tokens come to the host (top_candidates), where a sentence's k * 2k
 // continuations are ranked.
-std::vector<std::vector<Hypothesis>> beam_search(model::TransformerImpl& model, const torch::Tensor& src,
+std::vector<std::vector<Hypothesis>> beam_search(Ensemble& models, const torch::Tensor& src,
                                                  const SearchOptions& opt) {
   torch::NoGradGuard no_grad;
   const int64_t batch = src.size(0), k = opt.beam;
   const torch::Device device = src.device();
-  const auto limit = max_lengths(src, opt, model.config().max_positions);
-  model::DecoderState state = model.start_decoding(src);
+  const auto limit = max_lengths(src, opt, models.max_positions());
+  models.start(src);
   std::vector<std::vector<Beam>> live(batch, std::vector<Beam>(1));  // one row per sentence at step 0
   std::vector<std::vector<Hypothesis>> finished(batch);
   std::vector<int64_t> active(batch);  // active[p]: the sentence at position p
@@ -191,8 +191,8 @@ std::vector<std::vector<Hypothesis>> beam_search(model::TransformerImpl& model, 
   for (int64_t t = 0; !active.empty(); ++t) {
     const auto n = static_cast<int64_t>(active.size());
     const int64_t beams = t == 0 ? 1 : k;  // decoder rows per sentence in this step
-    state.beams = beams;
-    const torch::Tensor logits = model.decode_step_logits(prev, state);  // [n * beams, vocab]
+    models.set_beams(beams);
+    const torch::Tensor logits = models.step(prev);  // [n * beams, vocab]
     // A sentence's best 2k continuations (up to k may end in EOS) are among the best 2k of
     // each of its rows.
     const model::kernels::Candidates cand =
@@ -206,7 +206,7 @@ std::vector<std::vector<Hypothesis>> beam_search(model::TransformerImpl& model, 
     if (keep_positions.empty()) break;
     torch::Tensor shared;  // the source side (one row per sentence) moves only when sentences leave
     if (static_cast<int64_t>(keep_positions.size()) < n) shared = on_device(keep_positions, device);
-    state.select(on_device(origin, device), shared);  // after step 0 this expands 1 row to k
+    models.select(on_device(origin, device), shared);  // after step 0 this expands 1 row to k
     std::vector<int64_t> still;
     for (int64_t p : keep_positions) still.push_back(active[p]);
     active = std::move(still);
@@ -215,9 +215,26 @@ std::vector<std::vector<Hypothesis>> beam_search(model::TransformerImpl& model, 
   return best_first(std::move(finished), opt.nbest);
 }
 
+std::vector<std::vector<Hypothesis>> search(Ensemble& models, const torch::Tensor& src, const SearchOptions& opt) {
+  return opt.beam == 1 ? greedy_search(models, src, opt) : beam_search(models, src, opt);
+}
+
+std::vector<std::vector<Hypothesis>> greedy_search(model::TransformerImpl& model, const torch::Tensor& src,
+                                                   const SearchOptions& opt) {
+  Ensemble one(model);
+  return greedy_search(one, src, opt);
+}
+
+std::vector<std::vector<Hypothesis>> beam_search(model::TransformerImpl& model, const torch::Tensor& src,
+                                                 const SearchOptions& opt) {
+  Ensemble one(model);
+  return beam_search(one, src, opt);
+}
+
 std::vector<std::vector<Hypothesis>> search(model::TransformerImpl& model, const torch::Tensor& src,
                                             const SearchOptions& opt) {
-  return opt.beam == 1 ? greedy_search(model, src, opt) : beam_search(model, src, opt);
+  Ensemble one(model);
+  return search(one, src, opt);
 }
 
 }  // namespace nmt::eval

@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "eval/ensemble.h"
 #include "model/transformer.h"
 
 namespace nmt::eval {
@@ -24,12 +25,18 @@ struct Hypothesis {
 };
 
 // src: [batch, src_len] int64 (EOS-terminated, pad on the right). Returns, per sentence,
-// up to `nbest` hypotheses, best first.
+// up to `nbest` hypotheses, best first. `models` is one model or an ensemble (eval/ensemble.h).
+std::vector<std::vector<Hypothesis>> greedy_search(Ensemble& models, const torch::Tensor& src,
+                                                   const SearchOptions& opt);
+std::vector<std::vector<Hypothesis>> beam_search(Ensemble& models, const torch::Tensor& src, const SearchOptions& opt);
+// beam == 1 ? greedy : beam.
+std::vector<std::vector<Hypothesis>> search(Ensemble& models, const torch::Tensor& src, const SearchOptions& opt);
+
+// The same with one model.
 std::vector<std::vector<Hypothesis>> greedy_search(model::TransformerImpl& model, const torch::Tensor& src,
                                                    const SearchOptions& opt);
 std::vector<std::vector<Hypothesis>> beam_search(model::TransformerImpl& model, const torch::Tensor& src,
                                                  const SearchOptions& opt);
-// beam == 1 ? greedy : beam.
 std::vector<std::vector<Hypothesis>> search(model::TransformerImpl& model, const torch::Tensor& src,
                                             const SearchOptions& opt);
 

@@ -9,14 +9,16 @@
 
 namespace nmt::eval {
 
-Translator::Translator(const config::Config& cfg, const std::string& checkpoint, const torch::Device& device)
+Translator::Translator(const config::Config& cfg, const std::vector<std::string>& checkpoints,
+                       const torch::Device& device)
     : cfg_(cfg), manifest_(data::Manifest::load(cfg.data.shard_dir)), device_(device) {
-  model_ = checkpoint::load_model_for_inference(cfg, manifest_, checkpoint, device_);
+  for (const auto& path : checkpoints)
+    models_.push_back(checkpoint::load_model_for_inference(cfg, manifest_, path, device_));
   init();
 }
 
 Translator::Translator(const config::Config& cfg, model::Transformer model, const torch::Device& device)
-    : cfg_(cfg), manifest_(data::Manifest::load(cfg.data.shard_dir)), device_(device), model_(std::move(model)) {
+    : cfg_(cfg), manifest_(data::Manifest::load(cfg.data.shard_dir)), device_(device), models_{std::move(model)} {
   init();
 }
 
@@ -68,11 +70,14 @@ std::vector<std::vector<Translation>> Translator::translate_ids(const std::vecto
   }
   // Length-sorted batches of at most eval.max_tokens source tokens: little padding.
   const auto batches = data::pack_micro_batches(lens, lens, cfg_.eval.max_tokens);
+  std::vector<model::TransformerImpl*> members;
+  for (auto& m : models_) members.push_back(m.get());
+  Ensemble models(members);
   for (const auto& batch : batches) {
     std::vector<std::vector<int32_t>> seqs;
     for (int64_t j : batch) seqs.push_back(sources[nonempty[j]]);
     const torch::Tensor src = data::pad_source(seqs, manifest_.special).to(device_);
-    const auto hyps = search(*model_, src, options_);
+    const auto hyps = search(models, src, options_);
     for (size_t r = 0; r < batch.size(); ++r) {
       auto& dst = out[nonempty[batch[r]]];
       for (const auto& h : hyps[r]) dst.push_back({decode(h.tokens), h.normalized});

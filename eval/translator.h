@@ -25,9 +25,10 @@ void truncate_source(std::vector<int32_t>& ids, int64_t max_positions);
 
 class Translator {
  public:
-  // Loads the shard directory's manifest and SentencePiece model and the checkpoint,
-  // refusing a checkpoint trained with another vocabulary or model shape.
-  Translator(const config::Config& cfg, const std::string& checkpoint, const torch::Device& device);
+  // Loads the shard directory's manifest and SentencePiece model and the checkpoints,
+  // refusing one trained with another vocabulary or model shape. Several checkpoints
+  // decode as an ensemble (eval/ensemble.h), each of the config's model shape.
+  Translator(const config::Config& cfg, const std::vector<std::string>& checkpoints, const torch::Device& device);
   // Around a model already in memory (validation BLEU during training).
   Translator(const config::Config& cfg, model::Transformer model, const torch::Device& device);
 
@@ -49,7 +50,7 @@ class Translator {
   data::Manifest manifest_;
   sentencepiece::SentencePieceProcessor spm_;
   torch::Device device_;
-  model::Transformer model_{nullptr};
+  std::vector<model::Transformer> models_;
   SearchOptions options_;
 };
 

@@ -61,6 +61,19 @@ printf 'ein Hund läuft .\n\nzwei Kinder spielen mit Ball .\n' | "$TRANS" --conf
 printf 'ein Hund .\n' | "$TRANS" --config c.yaml --checkpoint run/avg.pt --beam 3 --nbest 3 > nb.txt || fail "nbest"
 [ "$(wc -l < nb.txt)" = 3 ] && grep -q '^0 ||| .* ||| ' nb.txt || { cat nb.txt; fail "nbest format"; }
 echo "ok: translate (empty line kept, n-best in Marian's format)"
+# Ensembles: a model with itself decodes as the model alone; two checkpoints (repeated option)
+# decode every line; a member that cannot be loaded is named.
+"$EVAL" --config c.yaml --checkpoint run/avg.pt --checkpoint run/avg.pt --split test --output hyp_self.txt > bleu_self.txt 2> ens.err \
+  || { cat ens.err; fail "evaluate with an ensemble of avg.pt and itself"; }
+cmp hyp_self.txt hyp.txt || fail "an ensemble of a model with itself changed its hypotheses"
+cmp <(head -1 bleu_self.txt) <(head -1 bleu.txt) || fail "an ensemble of a model with itself changed its BLEU"
+printf 'ein Hund läuft .\nzwei Kinder spielen mit Ball .\n' \
+  | "$TRANS" --config c.yaml --checkpoint run/update_100.pt --checkpoint run/update_150.pt > tr_ens.txt 2> ens.err \
+  || { cat ens.err; fail "translate with an ensemble of two checkpoints"; }
+[ "$(wc -l < tr_ens.txt)" -eq 2 ] || fail "translate with an ensemble printed $(wc -l < tr_ens.txt) lines for 2"
+expect_error "evaluate: an ensemble member that does not exist" "run/missing.pt" \
+  "$EVAL" --config c.yaml --checkpoint run/avg.pt --checkpoint run/missing.pt --split test
+echo "ok: ensembles (a model with itself == the model; two checkpoints; a missing member named)"
 # The oneDNN GEMM decodes the test split to the same lines, greedy and beam 3 (batches that
 # shrink to one sentence included: a one-row product once wrote into the bias).
 for beam in 1 3; do

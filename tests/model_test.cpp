@@ -205,5 +205,64 @@ TEST(Search, BeamScoresAreTeacherForcedLogProbabilitiesAndSorted) {
   }
 }
 
+// An ensemble of a model with itself averages equal distributions: the model's own search.
+TEST(Search, EnsembleOfAModelWithItselfEqualsTheModel) {
+  const auto f = load_fixture("transformer_prenorm.pt");
+  Transformer m = fixture_model(f);
+  const auto src = f.at("src").toTensor();
+  for (int64_t beam : {1, 3}) {
+    const auto alone = eval::search(*m, src, options(beam));
+    eval::Ensemble twice({m.get(), m.get()});
+    const auto both = eval::search(twice, src, options(beam));
+    ASSERT_EQ(alone.size(), both.size());
+    for (size_t i = 0; i < alone.size(); ++i) {
+      ASSERT_EQ(alone[i].size(), both[i].size()) << "beam " << beam << " sentence " << i;
+      for (size_t r = 0; r < alone[i].size(); ++r) {
+        EXPECT_EQ(alone[i][r].tokens, both[i][r].tokens) << "beam " << beam << " sentence " << i << " rank " << r;
+        EXPECT_NEAR(alone[i][r].score, both[i][r].score, 1e-4);
+      }
+    }
+  }
+}
+
+// Two different models: every hypothesis's score is the sum of log(mean of the two models'
+// probabilities) of its tokens, recomputed here by teacher forcing with full forward passes
+// (no caches, no ensemble code); and batching does not change what a sentence gets.
+TEST(Search, EnsembleScoresAreTeacherForcedMeanProbabilities) {
+  const auto fa = load_fixture("transformer_postnorm.pt");
+  const auto fb = load_fixture("transformer_prenorm.pt");
+  Transformer a = fixture_model(fa), b = fixture_model(fb);
+  const auto src = fa.at("src").toTensor();
+  ASSERT_TRUE(src.equal(fb.at("src").toTensor()));
+  eval::Ensemble pair({a.get(), b.get()});
+  auto opt = options(4);
+  opt.lenpen = 0.6;
+  const auto out = eval::beam_search(pair, src, opt);
+  torch::NoGradGuard g;
+  for (size_t i = 0; i < out.size(); ++i) {
+    ASSERT_FALSE(out[i].empty());
+    const int64_t len = src[i].ne(0).sum().item<int64_t>();
+    const auto alone = eval::beam_search(pair, src[i].slice(0, 0, len).unsqueeze(0), opt);
+    ASSERT_EQ(alone[0].size(), out[i].size()) << "sentence " << i;
+    for (size_t r = 0; r < out[i].size(); ++r) {
+      const auto& h = out[i][r];
+      EXPECT_EQ(alone[0][r].tokens, h.tokens) << "sentence " << i << " rank " << r;
+      std::vector<int64_t> in = {2}, target = h.tokens;
+      in.insert(in.end(), h.tokens.begin(), h.tokens.end());
+      target.push_back(3);
+      const auto tgt_in = torch::tensor(in, torch::kInt64).unsqueeze(0);
+      const auto pa = torch::softmax(a->forward(src[i].unsqueeze(0), tgt_in).squeeze(0), -1);
+      const auto pb = torch::softmax(b->forward(src[i].unsqueeze(0), tgt_in).squeeze(0), -1);
+      const auto lp = ((pa + pb) / 2).log();
+      double score = 0;
+      for (size_t t = 0; t < target.size(); ++t) score += lp[t][target[t]].item<double>();
+      EXPECT_NEAR(h.score, score, 1e-4) << "sentence " << i << " rank " << r;
+      if (r > 0) {
+        EXPECT_GE(out[i][r - 1].normalized, h.normalized);
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace nmt::model

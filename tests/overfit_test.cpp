@@ -70,7 +70,7 @@ eval: {beam: 1}
     Trainer trainer(cfg, nmt::testing::process_group());
     trainer.run("");
   }
-  eval::Translator translator(cfg, work.file("run/last.pt"), torch::kCPU);
+  eval::Translator translator(cfg, {work.file("run/last.pt")}, torch::kCPU);
   std::vector<std::string> hyps;
   for (const auto& n : translator.translate(src)) hyps.push_back(n.front().text);
   for (size_t i = 0; i < hyps.size(); ++i) EXPECT_EQ(hyps[i], tgt[i]) << "pair " << i << ": " << src[i];
