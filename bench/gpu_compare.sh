@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Ours against PyTorch on one GPU, side by side: bench/compare --device cuda at each batch size
-# and precision (fp32 IEEE, fp32 with TF32, bf16), on the De->En recipe's model and batches.
+# and precision (fp32 IEEE, fp32 with TF32, bf16), on the previous 60-minute De->En recipe's model
+# and batches (configs/sweeps/base_de_en_1f451a8.yaml, the shape bench/README.md's GPU tables measured).
 # Prints one markdown row per setting as it finishes, then the table again whole.
 #   bash bench/gpu_compare.sh [--rounds R] [--updates N] [--warmup W] [--tokens "3072 12288"]
 #                             [--compile default] [--config C]
@@ -9,7 +10,7 @@
 # or a bundle's env.sh) and the config's shards.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-rounds=2 updates=30 warmup=5 tokens="3072 12288" compile=() config=$root/configs/multi30k_de_en.yaml
+rounds=2 updates=30 warmup=5 tokens="3072 12288" compile=() config=$root/configs/sweeps/base_de_en_1f451a8.yaml
 while [ $# -gt 0 ]; do
   case $1 in
     --rounds) rounds=$2; shift 2 ;;
