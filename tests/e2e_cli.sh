@@ -72,7 +72,8 @@ printf 'ein Hund läuft .\nzwei Kinder spielen mit Ball .\n' \
   || { cat ens.err; fail "translate with an ensemble of two checkpoints"; }
 [ "$(wc -l < tr_ens.txt)" -eq 2 ] || fail "translate with an ensemble printed $(wc -l < tr_ens.txt) lines for 2"
 expect_error "evaluate: an ensemble member that does not exist" "run/missing.pt" \
-  "$EVAL" --config c.yaml --checkpoint run/avg.pt --checkpoint run/missing.pt --split test
+  "$EVAL" --config c.yaml --checkpoint run/avg.pt --checkpoint run/missing.pt --split test --output hyp_self.txt
+cmp hyp_self.txt hyp.txt || fail "a refused ensemble changed the existing --output file"
 echo "ok: ensembles (a model with itself == the model; two checkpoints; a missing member named)"
 # The oneDNN GEMM decodes the test split to the same lines, greedy and beam 3 (batches that
 # shrink to one sentence included: a one-row product once wrote into the bias).
