@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Run a sweep of training runs one after another, evaluate each on val, and keep a table.
+"""Run a sweep of training runs one after another (or N at once), evaluate each on val, and keep a table.
 
-    tools/sweep.py SWEEP_FILE [--out DIR] [--build DIR] [--shards DIR] [--only NAME[,NAME...]] [--dry-run]
+    tools/sweep.py SWEEP_FILE [--out DIR] [--build DIR] [--shards DIR] [--only NAME[,NAME...]] [--jobs N]
+                   [--dry-run]
 
 SWEEP_FILE, one directive a line, `#` starts a comment (words are split as a shell does, so a
 value with spaces can be quoted):
@@ -75,6 +76,16 @@ passes over the others as they stand; the tables still list every point. It is h
 on on a machine that cannot run some of its points (train.precision=bf16 on a CPU without bf16
 instructions is refused by train). A name that is no point of the file is refused (exit 2).
 
+--jobs N runs N points at once: the CPUs the sweep may use (its affinity: `taskset -c 0-15
+tools/sweep.py ...` narrows them) are split into N equal runs of consecutive CPUs, and each job
+runs its points' programs pinned to its own run, taking the next point in file order when one
+ends (a point whose train.threads exceeds its job's CPUs is named in the log). Points with the
+same data settings preprocess their shards once; the others wait for them. A signal stops every
+running point as above. Results are those of one point at a time (the same programs, configs
+and threads); only the order in which points end changes. More jobs than CPUs is refused
+(exit 2). Use it on a machine with many cores, or to share one GPU among several small models
+(train.device=cuda points are host-bound at the tiny shape).
+
 Needs only Python's standard library.
 """
 import argparse
@@ -88,6 +99,7 @@ from sweeplib.committed import finished_rows, read_committed
 from sweeplib.context import Context, check_programs, resolve_points
 from sweeplib.errors import EXIT_BAD_INPUT, EXIT_FAILED, SweepError
 from sweeplib.files import check_out
+from sweeplib.jobs import cpu_slices
 from sweeplib.loop import dry_run, run_sweep
 from sweeplib.shards import assign_shard_dirs
 from sweeplib.state import check_recorded_settings
@@ -107,6 +119,8 @@ def parse_args(argv):
                         help="where points that override data.* preprocessing keys get their shards "
                              "(default runs/sweeps/shards)")
     parser.add_argument("--only", metavar="NAME[,NAME...]", help="run only these points (the tables list all)")
+    parser.add_argument("--jobs", metavar="N", type=int, default=1,
+                        help="run N points at once, each on its own 1/N of the sweep's CPUs (default 1)")
     parser.add_argument("--dry-run", action="store_true", help="print the commands it would run; write nothing")
     return parser.parse_args(argv)
 
@@ -122,6 +136,8 @@ def main(argv=None):
     try:
         ctx = Context(parse_sweep(args.sweep_file), out, args.build, args.shards)
         ctx.only = select_points(ctx.sweep, args.only)
+        if args.jobs != 1:
+            ctx.job_cpus = cpu_slices(args.jobs)
         check_out(ctx.out)
         check_programs(ctx, (("trainer", "train"), ("trainer", "average"), ("eval", "evaluate"),
                              ("data", "preprocess")))

@@ -10,7 +10,8 @@
     committed   the committed table beside the sweep file
     tables      the markdown and csv tables (columns: their columns)
     loop        the sweep over its points, and --dry-run
-    runner      running one program at a time, signals, messages
+    jobs        --jobs N: N points at once, each job pinned to its own CPUs
+    runner      running the programs (one at a time per job), signals, CPU affinity, messages
     metrics     metrics.jsonl summed up for the table
     files       atomic writes, JSON records, log tails, the --out check, the CPU model
     errors      exceptions and exit statuses

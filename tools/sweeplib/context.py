@@ -3,6 +3,7 @@ every point's config resolved by `train --print-config` before anything runs."""
 import json
 import os
 import subprocess
+import threading
 from dataclasses import dataclass, field
 
 from .errors import SweepError
@@ -27,6 +28,10 @@ class Context:
     failures: list = field(default_factory=list)
     cpu: str = field(default_factory=cpu_model)
     scorer_python: str = None  # a Python that runs tools/score_lc_tok.py; None: no lc-tok column
+    job_cpus: list = None  # --jobs N > 1: each job's CPUs (jobs.cpu_slices); None: one point at a time
+    # Held by the jobs around what they share: status, failures, the tables' files, shard dirs.
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    shard_locks: dict = field(default_factory=dict)  # shard dir -> the lock of its one preprocess
 
     def selected(self, point):
         return self.only is None or point.name in self.only

@@ -1,5 +1,5 @@
-"""The sweep over its points in file order: skip the finished, run the others, stop on a signal,
-say what failed; or, dry, print the commands it would run."""
+"""The sweep over its points in file order (or --jobs at once: jobs.py): skip the finished, run
+the others, stop on a signal, say what failed; or, dry, print the commands it would run."""
 import os
 import shlex
 
@@ -7,6 +7,7 @@ from .bleu import lc_tok_command
 from .committed import finished_elsewhere
 from .errors import EXIT_FAILED, Interrupted, PointFailed
 from .files import RESULT, STATE, read_json, tail
+from .jobs import Jobs, format_cpus, warn_crowded
 from .points import AVERAGE_LAST, evaluate_command, run_point, train_command
 from .runner import say
 from .shards import preprocess_command
@@ -38,21 +39,34 @@ def run_one(ctx, point, show):
     write_tables(ctx, show)
 
 
-def run_sweep(ctx):
-    ctx.runner.install()
-    os.makedirs(ctx.out, exist_ok=True)
-    say(f"{ctx.sweep.path}: {len(ctx.sweep.points)} points into {ctx.out} on {ctx.cpu}")
+def run_in_order(ctx):
+    """One point at a time, in file order: the names of the points a signal stopped."""
     current = None
     try:
         for current in ctx.sweep.points:
             run_one(ctx, current, show=current is not ctx.sweep.points[-1])  # the last: below
-    except Interrupted as e:
+    except Interrupted:
         ctx.status[current.name] = "interrupted"
-        write_tables(ctx, show=False)
-        say(f"stopped by signal {e.signum} during point {current.name}; it is not finished. "
-            f"Run the same command again to continue")
-        return 128 + e.signum
-    write_tables(ctx, show=True)
+        return [current.name]
+    return []
+
+
+def run_sweep(ctx):
+    ctx.runner.install()
+    os.makedirs(ctx.out, exist_ok=True)
+    if ctx.job_cpus:
+        say(f"{ctx.sweep.path}: {len(ctx.sweep.points)} points into {ctx.out} on {ctx.cpu}, {len(ctx.job_cpus)} "
+            f"at once on CPUs " + " / ".join(format_cpus(cpus) for cpus in ctx.job_cpus))
+        warn_crowded(ctx, ctx.job_cpus)
+        interrupted = Jobs(ctx, run_one).run(ctx.job_cpus)
+    else:
+        say(f"{ctx.sweep.path}: {len(ctx.sweep.points)} points into {ctx.out} on {ctx.cpu}")
+        interrupted = run_in_order(ctx)
+    write_tables(ctx, show=not interrupted)
+    if interrupted:
+        say(f"stopped by signal {ctx.runner.signum} during point {', '.join(interrupted)}; "
+            f"{'it is' if len(interrupted) == 1 else 'they are'} not finished. Run the same command again to continue")
+        return 128 + ctx.runner.signum
     count = f"{len(ctx.only)} selected" if ctx.only is not None else len(ctx.sweep.points)
     if ctx.runner.signum:
         return 128 + ctx.runner.signum
@@ -65,6 +79,8 @@ def run_sweep(ctx):
 
 def dry_run(ctx):
     """Print what a run would do now, given what OUT holds; write nothing."""
+    if ctx.job_cpus:
+        print(f"# {len(ctx.job_cpus)} jobs at once, on CPUs " + " / ".join(format_cpus(c) for c in ctx.job_cpus))
     for point in ctx.sweep.points:
         if not ctx.selected(point):
             print(f"# point {point.name}: not among --only's, passed over")

@@ -1,11 +1,13 @@
-"""Running the sweep's programs one at a time: SIGINT/SIGTERM forwarded as one SIGTERM, the
-child's PR_SET_PDEATHSIG, exit statuses described, and the sweep's timestamped messages."""
+"""Running the sweep's programs (one at a time per job, --jobs jobs at once): SIGINT/SIGTERM
+forwarded as one SIGTERM to every running child, the child's PR_SET_PDEATHSIG, a job's CPU
+affinity, exit statuses described, and the sweep's timestamped messages."""
 import ctypes
 import datetime
 import os
 import signal
 import subprocess
 import sys
+import threading
 
 from .errors import Interrupted
 
@@ -22,31 +24,45 @@ PR_SET_PDEATHSIG = 1
 
 
 def _die_with_parent():
-    """In the child: SIGTERM when the sweep dies (even by SIGKILL), so that train checkpoints
-    and stops rather than running on unwatched and holding its save_dir's lock."""
+    """In the child: SIGTERM when the thread that started it dies (even by SIGKILL of the
+    sweep), so that train checkpoints and stops rather than running on unwatched and holding its
+    save_dir's lock."""
     if _LIBC is not None and sys.platform.startswith("linux"):
         _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
 class Runner:
-    """Runs one program at a time; SIGINT/SIGTERM to the sweep become one SIGTERM to it."""
+    """Runs programs for the sweep's jobs, one at a time per job (thread); SIGINT/SIGTERM to
+    the sweep become one SIGTERM to every running program."""
 
     def __init__(self):
-        self.child = None
+        self.children = set()
         self.signum = None
+        self._lock = threading.RLock()  # the handler runs on the main thread, which may hold it
 
     def install(self):
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, self._on_signal)
 
+    @staticmethod
+    def pin(cpus):
+        """The calling thread (a job), and so every program it starts from now on, runs on cpus:
+        a child inherits the affinity of the thread that forks it, so nothing more runs between
+        fork and exec than before."""
+        os.sched_setaffinity(0, cpus)  # pid 0: the calling thread, on Linux
+
     def _on_signal(self, signum, _frame):
         self.signum = self.signum or signum
-        self._forward()
+        with self._lock:
+            children = list(self.children)
+        for child in children:
+            self._forward(child)
 
-    def _forward(self):
+    @staticmethod
+    def _forward(child):
         try:
-            if self.child is not None and self.child.returncode is None:
-                os.kill(self.child.pid, signal.SIGTERM)
+            if child.returncode is None:
+                os.kill(child.pid, signal.SIGTERM)
         except ProcessLookupError:
             pass
 
@@ -57,12 +73,15 @@ class Runner:
             raise Interrupted(self.signum)
         # Its own session: a Ctrl-C at the terminal reaches only the sweep, which forwards
         # one SIGTERM (a second SIGINT would make train die at once, without a checkpoint).
-        self.child = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
-                                      start_new_session=True, preexec_fn=_die_with_parent)
+        child = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
+                                 start_new_session=True, preexec_fn=_die_with_parent)
+        with self._lock:
+            self.children.add(child)
         if self.signum:
-            self._forward()  # the signal came while the child was being started
-        rc = self.child.wait()
-        self.child = None
+            self._forward(child)  # the signal came while the child was being started
+        rc = child.wait()
+        with self._lock:
+            self.children.discard(child)
         if self.signum:
             raise Interrupted(self.signum)
         return rc

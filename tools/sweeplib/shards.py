@@ -6,6 +6,7 @@ import os
 import re
 import shlex
 import subprocess
+import threading
 
 from .errors import PointFailed
 from .runner import describe_exit, say
@@ -69,6 +70,16 @@ def preprocess_command(ctx, point):
 
 
 def ensure_shards(ctx, point):
+    shard_dir = ctx.shard_dirs.get(point.name)
+    if shard_dir is None:
+        return
+    with ctx.lock:
+        shard_lock = ctx.shard_locks.setdefault(shard_dir, threading.Lock())
+    with shard_lock:  # two jobs with the same data settings: one preprocesses, the other waits
+        preprocess_point(ctx, point)
+
+
+def preprocess_point(ctx, point):
     cmd, log = preprocess_command(ctx, point), ctx.path(point, "preprocess.out")
     if cmd is None:
         return

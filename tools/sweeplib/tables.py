@@ -66,10 +66,11 @@ def csv_table(rows):
 
 
 def write_tables(ctx, show):
-    rows = [table_row(ctx, point) for point in ctx.sweep.points]
-    markdown, table = markdown_table(ctx, rows), csv_table(rows)
-    for stem in (os.path.join(ctx.out, "table"), ctx.committed_table()):
-        write_atomic(stem + ".md", markdown)
-        write_atomic(stem + ".csv", table)
+    with ctx.lock:  # jobs end points at once; each write sees every status, none interleave
+        rows = [table_row(ctx, point) for point in ctx.sweep.points]
+        markdown, table = markdown_table(ctx, rows), csv_table(rows)
+        for stem in (os.path.join(ctx.out, "table"), ctx.committed_table()):
+            write_atomic(stem + ".md", markdown)
+            write_atomic(stem + ".csv", table)
     if show:
         print(markdown, flush=True)
