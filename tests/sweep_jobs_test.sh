@@ -3,8 +3,9 @@
 # corpus: 2 jobs == 1 job (every point's val.hyp, best validation loss and last.pt identical);
 # each job's train runs pinned to its own CPU, and two points train at once; two points with
 # the same data settings preprocess their shards once; a SIGTERM stops both running points
-# (exit 143, each train checkpointed) and the rerun finishes them; --jobs 0 and more jobs than
-# CPUs are refused (exit 2, nothing written).
+# (exit 143, each train checkpointed) and the rerun finishes them; the sweep SIGKILLed leaves no
+# train running (each stops with a checkpoint); --jobs 0 and more jobs than CPUs are refused
+# (exit 2, nothing written).
 #   sweep_jobs_test.sh BUILD_DIR PYTHON
 set -uo pipefail
 build=$(cd "$1" && pwd) python=$2  # absolute: job_env.sh moves to a scratch directory
@@ -119,6 +120,22 @@ made=$(ls two/*/preprocess.out 2> /dev/null | wc -l)
 [ "$made" -eq 1 ] || { ls two/*/preprocess.out; fail "c and d preprocessed $made times, expected once"; }
 [ "$(ls -d shards2/*/ | wc -l)" -eq 1 ] || fail "shards2 should hold one shard directory"
 echo "ok: c and d (same data settings, at once) preprocessed once"
+
+# --- The sweep killed (SIGKILL) while two jobs train: each train gets SIGTERM from the death of
+# the job thread that started it (PR_SET_PDEATHSIG), checkpoints and exits; none runs on.
+cp s.sweep s3.sweep
+"$python" "$root/tools/sweep.py" s3.sweep --build "$build" --out killed --shards shards3 --jobs 2 > killed.log 2>&1 &
+pid=$!
+for _ in $(seq 1 1200); do [ -e killed/a/update_20.pt ] && [ -e killed/b/update_20.pt ] && break; sleep 0.05; done
+[ -e killed/a/update_20.pt ] && [ -e killed/b/update_20.pt ] || { cat killed.log; fail "killed: a and b never both wrote update_20.pt"; }
+kill -KILL $pid; wait $pid 2> /dev/null
+for p in a b; do
+  for _ in $(seq 1 200); do grep -q "stopped by signal 15 after update" killed/$p/train.out && break; sleep 0.05; done
+  grep -q "stopped by signal 15 after update" killed/$p/train.out || { tail killed/$p/train.out; fail "$p's train got no SIGTERM within 10 s of the sweep's death"; }
+done
+for _ in $(seq 1 200); do pgrep -f "train.save_dir=killed/" > /dev/null || break; sleep 0.05; done
+! pgrep -f "train.save_dir=killed/" > /dev/null || fail "a train of the killed sweep still runs"
+echo "ok: the sweep SIGKILLed with 2 jobs training: both trains stopped with a checkpoint, none left running"
 
 # --- Bad --jobs: exit 2, one message, nothing written.
 for bad in 0 $((cpus + 1)); do

@@ -20,15 +20,19 @@ def _load_libc():
 
 
 _LIBC = _load_libc()
+# Looked up once here, not in the child: between fork and exec, with --jobs' threads about, the
+# child should only make the one system call (no dlsym, whose lock another thread may hold).
+_PRCTL = _LIBC.prctl if _LIBC is not None and sys.platform.startswith("linux") else None
 PR_SET_PDEATHSIG = 1
+SIGTERM = int(signal.SIGTERM)
 
 
 def _die_with_parent():
     """In the child: SIGTERM when the thread that started it dies (even by SIGKILL of the
     sweep), so that train checkpoints and stops rather than running on unwatched and holding its
     save_dir's lock."""
-    if _LIBC is not None and sys.platform.startswith("linux"):
-        _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if _PRCTL is not None:
+        _PRCTL(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0)
 
 
 class Runner:
