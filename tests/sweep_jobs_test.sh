@@ -37,7 +37,12 @@ EOF
 mkdir -p fake/trainer fake/eval fake/data
 ln -s "$build/trainer/average" fake/trainer/average
 ln -s "$build/eval/evaluate" fake/eval/evaluate
-ln -s "$build/data/preprocess" fake/data/preprocess
+cat > fake/data/preprocess <<EOF
+#!/usr/bin/env bash
+echo "\$*" >> "$tmp/preprocesses.txt"; sleep 2  # long enough for a second job to try the same shards
+exec "$build/data/preprocess" "\$@"
+EOF
+chmod +x fake/data/preprocess
 cat > fake/trainer/train <<EOF
 #!/usr/bin/env bash
 case " \$* " in *" --resume "*) echo "\$(grep -o 'train.save_dir=[^ ]*' <<< "\$*") \$(awk '/^Cpus_allowed_list/ {print \$2}' /proc/\$\$/status)" >> "$tmp/trains.txt" ;; esac
@@ -115,11 +120,17 @@ PY
 started=$(grep -c "point [ab]: training:" two1.log)
 [ "$started" -eq 2 ] || { cat two1.log; fail "a and b did not both start training in the first run"; }
 
-# --- c and d share their data settings: one preprocess.
-made=$(ls two/*/preprocess.out 2> /dev/null | wc -l)
-[ "$made" -eq 1 ] || { ls two/*/preprocess.out; fail "c and d preprocessed $made times, expected once"; }
-[ "$(ls -d shards2/*/ | wc -l)" -eq 1 ] || fail "shards2 should hold one shard directory"
-echo "ok: c and d (same data settings, at once) preprocessed once"
+# --- Two points of the same data settings started at once (the 2 jobs' first points): one
+# preprocess (which takes 2 s here), the other point waits for it and trains on its shards.
+rm -f preprocesses.txt
+printf 'config c.yaml\ncommon train.max_updates=100\npoint c data.vocab_size=36\npoint d data.vocab_size=36 schedule.lr=0.003\n' > s4.sweep
+"$python" "$root/tools/sweep.py" s4.sweep --build fake --out same --shards shards4 --jobs 2 > same.log 2>&1 \
+  || { cat same.log; fail "c and d at once"; }
+made=$(wc -l < preprocesses.txt)
+[ "$made" -eq 1 ] || { cat preprocesses.txt; fail "c and d, started at once, preprocessed $made times, expected once"; }
+[ "$(ls -d shards4/*/ | wc -l)" -eq 1 ] || fail "shards4 should hold one shard directory"
+cmp -s same/c/val.hyp one/c/val.hyp && cmp -s same/d/val.hyp one/d/val.hyp || fail "c and d at once differ from one job's"
+echo "ok: c and d (same data settings) started at once: one preprocess, the other waited; val.hyp as one job's"
 
 # --- The sweep killed (SIGKILL) while two jobs train: each train gets SIGTERM from the death of
 # the job thread that started it (PR_SET_PDEATHSIG), checkpoints and exits; none runs on.

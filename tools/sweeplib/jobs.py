@@ -4,6 +4,7 @@ with many cores (or one GPU that a single 2-thread process leaves mostly idle) a
 runs N points in the minutes of one."""
 import collections
 import os
+import signal
 import threading
 
 from .errors import Interrupted, SweepError
@@ -39,13 +40,14 @@ def warn_crowded(ctx, slices):
 
 class Jobs:
     """The worker threads: each pins its programs to its CPUs and runs points from one queue
-    until the queue is empty, a signal came, or a job hit an error that is not a point's."""
+    until the queue is empty, a signal came, or a job hit an error that is not a point's
+    (then .error, which the caller raises after the tables are written)."""
 
     def __init__(self, ctx, run_one):
         self.ctx, self.run_one = ctx, run_one
         self.pending = collections.deque(ctx.sweep.points)
-        self.interrupted = []  # the points a signal stopped
-        self.error = None      # the first OSError/SweepError of a job, raised again by run()
+        self.interrupted = []  # the points a signal (or another job's error) stopped
+        self.error = None      # the first exception a job raised outside a point's programs
 
     def next_point(self):
         with self.ctx.lock:
@@ -54,19 +56,29 @@ class Jobs:
             return self.pending.popleft()
 
     def work(self, cpus):
-        self.ctx.runner.pin(cpus)
-        while (point := self.next_point()) is not None:
-            try:
+        point = None
+        try:
+            self.ctx.runner.pin(cpus)
+            while (point := self.next_point()) is not None:
                 self.run_one(self.ctx, point, show=False)
-            except Interrupted:
-                with self.ctx.lock:
-                    self.ctx.status[point.name] = "interrupted"
-                    self.interrupted.append(point.name)
-                return
-            except (OSError, SweepError) as e:
-                with self.ctx.lock:
-                    self.error = self.error or e
-                return
+        except Interrupted:
+            with self.ctx.lock:
+                self.ctx.status[point.name] = "interrupted"
+                self.interrupted.append(point.name)
+        except BaseException as e:  # noqa: B036 - any error of a job ends the sweep, as in one job
+            self.fail(e, point)
+
+    def fail(self, error, point):
+        """The first error of any job stops the sweep: the other jobs' programs get one SIGTERM
+        (train checkpoints; a rerun resumes them) rather than running on for hours."""
+        with self.ctx.lock:
+            first = self.error is None
+            self.error = self.error or error
+            if point is not None:
+                self.ctx.status[point.name] = "failed"
+        if first:
+            say(f"a job failed{f' in point {point.name}' if point else ''}: {error!r}; stopping the other jobs")
+            self.ctx.runner.stop(signal.SIGTERM)
 
     def run(self, slices):
         """Run every point; the names of those a signal stopped, in file order (empty: none)."""
@@ -77,7 +89,5 @@ class Jobs:
         for thread in threads:
             while thread.is_alive():
                 thread.join(timeout=0.5)  # short waits: the main thread stays free for signals
-        if self.error is not None:
-            raise self.error
         order = [point.name for point in self.ctx.sweep.points]
         return sorted(self.interrupted, key=order.index)  # file order, whichever stopped first

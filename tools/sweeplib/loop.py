@@ -58,7 +58,11 @@ def run_sweep(ctx):
         say(f"{ctx.sweep.path}: {len(ctx.sweep.points)} points into {ctx.out} on {ctx.cpu}, {len(ctx.job_cpus)} "
             f"at once on CPUs " + " / ".join(format_cpus(cpus) for cpus in ctx.job_cpus))
         warn_crowded(ctx, ctx.job_cpus)
-        interrupted = Jobs(ctx, run_one).run(ctx.job_cpus)
+        jobs = Jobs(ctx, run_one)
+        interrupted = jobs.run(ctx.job_cpus)
+        if jobs.error is not None:
+            write_tables(ctx, show=False)
+            raise jobs.error
     else:
         say(f"{ctx.sweep.path}: {len(ctx.sweep.points)} points into {ctx.out} on {ctx.cpu}")
         interrupted = run_in_order(ctx)

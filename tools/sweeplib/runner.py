@@ -56,6 +56,10 @@ class Runner:
         os.sched_setaffinity(0, cpus)  # pid 0: the calling thread, on Linux
 
     def _on_signal(self, signum, _frame):
+        self.stop(signum)
+
+    def stop(self, signum):
+        """As if the sweep got signum: every running program gets one SIGTERM, none starts."""
         self.signum = self.signum or signum
         with self._lock:
             children = list(self.children)
@@ -98,7 +102,8 @@ messages = sys.stdout
 
 def say(message):
     stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S")
-    print(f"[sweep {stamp}] {message}", file=messages, flush=True)
+    messages.write(f"[sweep {stamp}] {message}\n")  # one write: the jobs' lines do not interleave
+    messages.flush()
 
 
 def describe_exit(rc):
