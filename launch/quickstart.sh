@@ -13,41 +13,71 @@
 # says how long each took here. RUN_DIR (default runs/<config name>) receives the checkpoints,
 # train.log, metrics.jsonl and the test hypotheses; run again, it resumes the run there from
 # its newest valid checkpoint. EXTRA="key=value ..." adds overrides.
+#
+# SEEDS="1 2 3" trains the recipe once per seed (train.seed=S, in RUN_DIR/seed<S>, each
+# averaged as above) and scores the ensemble of the members (evaluate with one --checkpoint
+# each: the mean of their probabilities), as fairseq's --path a:b:c or Marian's --models:
+#   SEEDS="1 2 3" CONFIG=configs/multi30k_en_de.yaml EXTRA="eval.beam=10" bash launch/quickstart.sh
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 raw=${1:-$root/../shared/data/multi30k}
 config=${CONFIG:-$root/configs/quickstart_de_en.yaml}
 [ -f "$config" ] || { echo "quickstart.sh: error: CONFIG '$config' is not a file" >&2; exit 2; }
+# shellcheck disable=SC2206
+seeds=(${SEEDS:-})
+for seed in "${seeds[@]}"; do
+  [[ $seed =~ ^[0-9]+$ ]] || { echo "quickstart.sh: error: SEEDS '${SEEDS}': '$seed' is not a non-negative integer" >&2; exit 2; }
+done
+if [ ${#seeds[@]} -gt 0 ] && [ "$(printf '%s\n' "${seeds[@]}" | sort -u | wc -l)" != "${#seeds[@]}" ]; then
+  echo "quickstart.sh: error: SEEDS '${SEEDS}': a seed is given twice (members must differ)" >&2; exit 2
+fi
 name=$(basename "$config" .yaml)
 run=${RUN_DIR:-$root/runs/$name}
 eval "$(bash "$root/launch/build.sh")"
 b=$NMTRAIN_BUILD
 cd "$root"
-common=(data.raw_dir="$raw" train.save_dir="$run")
+common=(data.raw_dir="$raw")
 [ -n "${SHARD_DIR:-}" ] && common+=(data.shard_dir="$SHARD_DIR")
 # shellcheck disable=SC2206
 extra=(${EXTRA:-})
 
 echo "== preprocess $raw (config $config)"
 "$b/data/preprocess" --config "$config" "${common[@]}" "${extra[@]}"
-echo "== train $name -> $run (log: $run/train.log, metrics: $run/metrics.jsonl)"
-# --resume auto: run again after a preemption or a kill, the quickstart continues the run in
-# RUN_DIR from its newest valid checkpoint (fairseq's and Marian's habit) instead of starting over.
-"$b/trainer/train" --config "$config" "${common[@]}" "${extra[@]}" --resume auto
+# train_member RUN_DIR OVERRIDE...: train the recipe into RUN_DIR (resuming what is there) and
+# average its last eval.average_last checkpoints; sets `ckpt` to what evaluate should load.
+train_member() {
+  local dir=$1; shift
+  echo "== train $name -> $dir (log: $dir/train.log, metrics: $dir/metrics.jsonl)"
+  # --resume auto: run again after a preemption or a kill, the quickstart continues the run in
+  # RUN_DIR from its newest valid checkpoint (fairseq's and Marian's habit) instead of starting over.
+  "$b/trainer/train" --config "$config" "${common[@]}" train.save_dir="$dir" "${extra[@]}" "$@" --resume auto
+  echo "== average the last checkpoints (up to eval.average_last = $average_last)"
+  local n
+  n=$(find "$dir" -maxdepth 1 -name 'update_*.pt' | wc -l)
+  n=$(( n > average_last ? average_last : n ))
+  ckpt=$dir/last.pt
+  if [ "$n" -ge 2 ]; then
+    "$b/trainer/average" --output "$dir/averaged.pt" --last "$n" "$dir"
+    ckpt=$dir/averaged.pt
+  fi
+}
+
 resolved=$("$b/trainer/train" --config "$config" "${common[@]}" "${extra[@]}" --print-config)
 tgt=$(sed -n 's/^  tgt_lang: "\(.*\)"$/\1/p' <<< "$resolved")
 average_last=$(sed -n 's/^  average_last: \([0-9]*\)$/\1/p' <<< "$resolved")
-echo "== average the last checkpoints (up to eval.average_last = $average_last)"
-n=$(find "$run" -maxdepth 1 -name 'update_*.pt' | wc -l)
-n=$(( n > average_last ? average_last : n ))
-ckpt=$run/last.pt
-if [ "$n" -ge 2 ]; then
-  "$b/trainer/average" --output "$run/averaged.pt" --last "$n" "$run"
-  ckpt=$run/averaged.pt
+checkpoints=()
+if [ ${#seeds[@]} = 0 ]; then
+  train_member "$run"
+  checkpoints=(--checkpoint "$ckpt")
+else
+  for seed in "${seeds[@]}"; do
+    train_member "$run/seed$seed" train.seed="$seed"
+    checkpoints+=(--checkpoint "$ckpt")
+  done
 fi
 hyp=$run/test_2016_flickr.hyp.$tgt
-echo "== evaluate $ckpt on test_2016_flickr (beam and length penalty: the config's eval section)"
-"$b/eval/evaluate" --config "$config" "${common[@]}" "${extra[@]}" --checkpoint "$ckpt" --split test --output "$hyp"
+echo "== evaluate ${checkpoints[*]} on test_2016_flickr (beam and length penalty: the config's eval section)"
+"$b/eval/evaluate" --config "$config" "${common[@]}" "${extra[@]}" "${checkpoints[@]}" --split test --output "$hyp"
 echo "== the same hypotheses, lowercased and Moses-tokenized (as Multi30k papers score)"
 ref=$raw/test_2016_flickr.$tgt
 [ -f "$ref" ] || ref=$ref.gz

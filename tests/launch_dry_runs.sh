@@ -32,6 +32,14 @@ out=$(CONFIG=/no/such/recipe.yaml RUN_DIR=/no/such/run bash "$root/launch/quicks
 [ $rc = 2 ] || fail "quickstart: bad CONFIG exit $rc (expected 2)"
 [[ $out == "quickstart.sh: error: CONFIG '/no/such/recipe.yaml' is not a file" ]] || fail "quickstart CONFIG: $out"
 [ ! -e /no/such/run ] || fail "quickstart: bad CONFIG created its run directory"
+# SEEDS must be distinct non-negative integers, refused before installing or building anything.
+for seeds in "1 x" "3 3" "-1"; do
+  rc=0
+  out=$(SEEDS="$seeds" RUN_DIR=/no/such/run bash "$root/launch/quickstart.sh" 2>&1) || rc=$?
+  [ $rc = 2 ] || fail "quickstart: SEEDS='$seeds' exit $rc (expected 2)"
+  [[ $out == "quickstart.sh: error: SEEDS '$seeds': "* ]] || fail "quickstart SEEDS='$seeds': $out"
+  [ ! -e /no/such/run ] || fail "quickstart: bad SEEDS created its run directory"
+done
 # The GPU check and the bundle's env.sh refuse bad input by name, before any work.
 out=$(bash "$root/launch/gpu_check.sh" --frobnicate 2>&1) && fail "gpu_check: unknown argument accepted"
 [[ $out == "gpu_check.sh: unknown argument '--frobnicate' (usage: gpu_check.sh [--logs DIR])" ]] || fail "gpu_check argument: $out"

@@ -52,3 +52,27 @@ if quickstart model.d_model=16; then fail "a run directory of another model was 
 grep -q "train: error: .*last.pt: parameter .* has shape" out.txt || { cat out.txt; fail "no clear error"; }
 [ "$(sha256sum run/last.pt)" = "$before" ] || fail "the refused run changed last.pt"
 echo "ok: another model's run directory refused: $(grep 'train: error' out.txt | head -c 160)"
+
+# SEEDS: one member per seed, each the recipe trained alone with that seed (bit for bit), and
+# the test set decoded once by their ensemble, as `evaluate` with both checkpoints decodes it.
+SEEDS="7 8" BUILD_DIR=$build CONFIG=$tmp/recipe.yaml RUN_DIR=$tmp/ens SHARD_DIR=$tmp/shards \
+  bash "$here/../launch/quickstart.sh" "$tmp/raw" > ens.txt 2>&1 || { tail -20 ens.txt; fail "SEEDS quickstart exit $?"; }
+[ "$(grep -c '^BLEU = ' ens.txt)" = 2 ] || { cat ens.txt; fail "SEEDS: expected one sacreBLEU and one lc-tok line"; }
+BUILD_DIR=$build CONFIG=$tmp/recipe.yaml RUN_DIR=$tmp/alone7 SHARD_DIR=$tmp/shards EXTRA="train.seed=7" \
+  bash "$here/../launch/quickstart.sh" "$tmp/raw" > alone.txt 2>&1 || { tail -20 alone.txt; fail "seed 7 alone exit $?"; }
+"$python" - "$tmp" <<'PY' || fail "the members are not the recipe trained alone with their seeds"
+import sys, torch
+tmp = sys.argv[1]
+load = lambda path: torch.load(path, weights_only=True)["model"]
+member, alone, other = load(f"{tmp}/ens/seed7/averaged.pt"), load(f"{tmp}/alone7/averaged.pt"), load(f"{tmp}/ens/seed8/averaged.pt")
+assert member.keys() == alone.keys()
+assert all(torch.equal(member[k], alone[k]) for k in member), "seed 7's member differs from seed 7 alone"
+assert not all(torch.equal(member[k], other[k]) for k in member), "seeds 7 and 8 trained the same weights"
+PY
+"$build/eval/evaluate" --config "$tmp/recipe.yaml" data.raw_dir="$tmp/raw" data.shard_dir="$tmp/shards" \
+  --checkpoint "$tmp/ens/seed7/averaged.pt" --checkpoint "$tmp/ens/seed8/averaged.pt" --split test --output direct.hyp > direct.txt 2>&1 ||
+  { cat direct.txt; fail "evaluate of the two members"; }
+cmp -s direct.hyp ens/test_2016_flickr.hyp.en || fail "the quickstart's ensemble hypotheses differ from evaluate's with both members"
+cmp -s alone7/test_2016_flickr.hyp.en ens/test_2016_flickr.hyp.en && fail "the ensemble decoded as seed 7 alone"
+grep -qF "$(head -1 direct.txt)" ens.txt || { cat ens.txt direct.txt; fail "the ensemble's BLEU line differs from evaluate's"; }
+echo "ok: SEEDS=\"7 8\": members equal their seeds trained alone, ensemble decoded as evaluate does: $(grep -m1 '^BLEU' ens.txt | head -c 40)"
