@@ -19,6 +19,7 @@ expect_refusal() {  # expect_refusal WHAT NEEDLE ARGS...: exit 2, the needle, no
   grep -qF -- "$needle" err.txt || { cat err.txt; fail "$what: message lacks '$needle'"; }
   [ "$(wc -l < err.txt)" -eq 1 ] || { cat err.txt; fail "$what: more than one line"; }
   [ ! -e sw/a/decoding ] || fail "$what: wrote sw/a/decoding"
+  ! compgen -G 'sw/*+*' > /dev/null || fail "$what: wrote an ensemble's directory"
   echo "ok: $what -> $(cat err.txt)"
 }
 
@@ -35,11 +36,14 @@ YAML
 cat > s.sweep <<'EOF2'
 config c.yaml
 point a train.max_updates=110 train.keep_best=2
+point a2 train.max_updates=110 train.keep_best=2 train.seed=2
 EOF2
 "$python" "$root/tools/sweep.py" --build "$build" s.sweep --out sw > sweep.log 2>&1 || { cat sweep.log; fail sweep; }
 
 # Refusals first, while sw/a/decoding does not exist.
-expect_refusal "an unknown point" "no point 'zz' (points: a)" s.sweep zz --out sw
+expect_refusal "an unknown point" "no point 'zz' (points: a, a2)" s.sweep zz --out sw
+expect_refusal "an unknown member" "no point 'zz' (points: a, a2)" s.sweep a+zz --out sw
+expect_refusal "a member named twice" "a+a2+a: point 'a' is named twice" s.sweep a+a2+a --out sw
 expect_refusal "--checkpoints last1" "--checkpoints: 'last1' is none of" s.sweep a --out sw --checkpoints last1
 expect_refusal "--checkpoints bogus" "--checkpoints: 'bogus' is none of" s.sweep a --out sw --checkpoints last2,bogus
 expect_refusal "--beams 0" "--beams: '0' is not a int >= 1" s.sweep a --out sw --beams 0
@@ -50,6 +54,9 @@ expect_refusal "last3 beyond keep_last 2 under keep_best" "--checkpoints last3 n
 expect_refusal "best3 beyond keep_best 2" "--checkpoints best3 needs train.keep_best >= 3" s.sweep a --out sw --checkpoints best3
 printf 'point b train.max_updates=10\n' >> s.sweep
 expect_refusal "a point not finished" "point 'b': not finished in sw/b" s.sweep b --out sw
+expect_refusal "a member not finished" "point 'b': not finished in sw/b" s.sweep a+b --out sw --checkpoints last2
+printf 'point w train.max_updates=110 model.d_model=16\n' >> s.sweep
+expect_refusal "members of other shapes" "ensemble a+w: point 'w' has model.d_model=16 where 'a' has 32" s.sweep a+w --out sw --checkpoints last2
 
 # The grid: 4 checkpoints x 2 beams x 2 length penalties.
 "${TUNE[@]}" s.sweep a --out sw --checkpoints last2,best2,best,last --beams 1,3 --lenpens 1.0,1.6 > table.md 2> tune.log ||
@@ -80,6 +87,19 @@ score=$(head -1 by_hand.out | awk '{print $3}')
 grep -q "^| \**best2\** | \**3\** | \**1.6\** | \**$score\**" table.md || { cat table.md by_hand.out; fail "by-hand BLEU $score not in the row"; }
 cmp -s sw/a/decoding/best2_b3_lp1.6.hyp sw/a/decoding/last2_b3_lp1.6.hyp && fail "best2 and last2 decode alike: the test lost its point"
 echo "ok: the row best2 / beam 3 / lenpen 1.6 equals average --best 2 + evaluate by hand (BLEU $score), and differs from last2"
+
+# The ensemble a+a2: each member's last 2 averaged and decoded together, as by hand.
+"${TUNE[@]}" s.sweep a+a2 --out sw --checkpoints last2 --beams 3 --lenpens 1.0 > ens.md 2> ens.log ||
+  { cat ens.log; fail "tune_decoding of the ensemble a+a2"; }
+[ "$(grep -c '^| \**last2' ens.md)" -eq 1 ] || { cat ens.md; fail "ensemble table: expected 1 row"; }
+"$AVG" --output e1.pt --last 2 sw/a 2> /dev/null && "$AVG" --output e2.pt --last 2 sw/a2 2> /dev/null || fail "averages by hand"
+"$EVAL" --config c.yaml train.max_updates=110 train.keep_best=2 --checkpoint e1.pt --checkpoint e2.pt --split val --beam 3 \
+  --lenpen 1.0 --output e.hyp > e.out 2> /dev/null || fail "evaluate of the ensemble by hand"
+cmp e.hyp "sw/a+a2/decoding/last2_b3_lp1.hyp" || fail "the ensemble's hypotheses differ from evaluate's with both averages"
+cmp -s e.hyp sw/a/decoding/last2_b3_lp1.hyp && fail "the ensemble decodes as a alone: the test lost its point"
+score=$(head -1 e.out | awk '{print $3}')
+grep -q "^| \**last2\** | \**3\** | \**1\** | \**$score\**" ens.md || { cat ens.md e.out; fail "by-hand ensemble BLEU $score not in the row"; }
+echo "ok: the ensemble a+a2 (last2, beam 3, lenpen 1) equals average + evaluate with both members by hand (BLEU $score)"
 
 # A rerun scores nothing again and prints the same table.
 "${TUNE[@]}" s.sweep a --out sw --checkpoints last2,best2,best,last --beams 1,3 --lenpens 1.0,1.6 > table2.md 2> tune2.log ||

@@ -1,7 +1,8 @@
-"""Decoding tuned on val for one finished point (tools/tune_decoding.py): which checkpoint
-(an average of the last N, of the N best validations, best.pt, last.pt), beam size and length
-penalty. Every setting is scored by evaluate (sacreBLEU) and tools/score_lc_tok.py; scores are
-kept in OUT/NAME/decoding/scores.json, so a rerun scores only the settings it lacks."""
+"""Decoding tuned on val for one finished point, or for an ensemble of several
+(tools/tune_decoding.py): which checkpoint (an average of the last N, of the N best validations,
+best.pt, last.pt), beam size and length penalty. Every setting is scored by evaluate (sacreBLEU)
+and tools/score_lc_tok.py; scores are kept in OUT/NAME/decoding/scores.json (an ensemble:
+OUT/A+B+C/decoding/), so a rerun scores only the settings it lacks."""
 import glob
 import itertools
 import json
@@ -66,13 +67,34 @@ def check_point_can(ctx, point, checkpoints):
                              f"beside train.keep_best; the point trained with train.keep_last={keep_last}")
 
 
+def ensemble_name(points):
+    return "+".join(p.name for p in points)
+
+
+def check_members_agree(ctx, points):
+    """An ensemble decodes under its first member's config (evaluate builds every member's model
+    from it), so the members must share every model.* and data.* setting; they may differ in
+    anything else (train.seed, optim.*, schedule.*)."""
+    first = ctx.resolved[points[0].name]
+    for point in points[1:]:
+        other = ctx.resolved[point.name]
+        for key in sorted(set(first) | set(other)):
+            if key.startswith(("model.", "data.")) and first.get(key) != other.get(key):
+                raise SweepError(f"ensemble {ensemble_name(points)}: point '{point.name}' has {key}={other.get(key)} "
+                                 f"where '{points[0].name}' has {first.get(key)}; members must share the model.* "
+                                 f"and data.* settings")
+
+
 class Tuner:
-    def __init__(self, ctx, point):
-        self.ctx, self.point = ctx, point
-        self.dir = os.path.join(ctx.point_dir(point), "decoding")
+    def __init__(self, ctx, points):
+        self.ctx, self.points, self.point = ctx, points, points[0]  # evaluate runs under the first's config
+        self.name = ensemble_name(points)
+        self.ensemble = len(points) > 1
+        base = os.path.join(ctx.out, self.name) if self.ensemble else ctx.point_dir(self.point)
+        self.dir = os.path.join(base, "decoding")
         os.makedirs(self.dir, exist_ok=True)
-        # Scores belong to the point's checkpoints as finished: a point trained again starts anew.
-        finished = read_json(ctx.path(point, RESULT))["finished"]
+        # Scores belong to the points' checkpoints as finished: a point trained again starts anew.
+        finished = "+".join(read_json(ctx.path(point, RESULT))["finished"] for point in points)
         kept = read_json(os.path.join(self.dir, SCORES)) or {}
         self.scores = kept.get("scores", {}) if kept.get("finished") == finished else {}
         if kept.get("finished") != finished:  # averages of earlier checkpoints go with their scores
@@ -87,28 +109,29 @@ class Tuner:
         if rc != 0:
             raise PointFailed(f"{os.path.basename(cmd[0])} ended with {describe_exit(rc)}", stderr_path or stdout_path)
 
-    def checkpoint(self, name):
-        """The file a checkpoint setting names, averaging once when it is an average."""
+    def checkpoint(self, name, point):
+        """The file a checkpoint setting names for one member, averaging once when it is an
+        average (an ensemble keeps its members' averages as MEMBER.NAME.pt in its own dir)."""
         m = CHECKPOINT_RE.match(name)
         if not m.group(2):
-            return self.ctx.path(self.point, f"{name}.pt")
-        path = os.path.join(self.dir, f"{name}.pt")
-        if not os.path.isfile(path):
-            cmd = [self.ctx.binary("trainer", "average"), "--output", path, f"--{m.group(1)}", m.group(2),
-                   self.ctx.point_dir(self.point)]
-            say(f"point {self.point.name}: {shlex.join(cmd)}")
-            self.run(cmd, os.path.join(self.dir, f"{name}.average.out"))
-        return path
+            return self.ctx.path(point, f"{name}.pt")
+        stem = os.path.join(self.dir, f"{point.name}.{name}" if self.ensemble else name)
+        if not os.path.isfile(stem + ".pt"):
+            cmd = [self.ctx.binary("trainer", "average"), "--output", stem + ".pt", f"--{m.group(1)}", m.group(2),
+                   self.ctx.point_dir(point)]
+            say(f"point {self.name}: {shlex.join(cmd)}")
+            self.run(cmd, stem + ".average.out")
+        return stem + ".pt"
 
     def score(self, name, beam, lenpen):
         key = f"{name} beam={beam} lenpen={lenpen:g}"
         if key in self.scores:
             return self.scores[key]
         stem = os.path.join(self.dir, f"{name}_b{beam}_lp{lenpen:g}")
-        cmd = self.ctx.base_command(self.ctx.binary("eval", "evaluate"), self.point) + [
-            "--checkpoint", self.checkpoint(name), "--split", "val", "--beam", str(beam), "--lenpen", f"{lenpen:g}",
-            "--output", stem + ".hyp"]
-        say(f"point {self.point.name}: {key}: {shlex.join(cmd)}")
+        members = [word for point in self.points for word in ("--checkpoint", self.checkpoint(name, point))]
+        cmd = self.ctx.base_command(self.ctx.binary("eval", "evaluate"), self.point) + members + [
+            "--split", "val", "--beam", str(beam), "--lenpen", f"{lenpen:g}", "--output", stem + ".hyp"]
+        say(f"point {self.name}: {key}: {shlex.join(cmd)}")
         self.run(cmd, stem + ".out", stem + ".err")
         bleu, line = first_bleu(stem + ".out", "evaluate")
         lc_tok = None
@@ -128,7 +151,7 @@ def best_row(rows):
     return max(enumerate(rows), key=lambda ir: (ir[1]["val_bleu"], ir[1]["val_lc_tok_bleu"] or 0, -ir[0]))[1]
 
 
-def markdown(point, rows, best):
+def markdown(rows, best):
     lines = [f"| checkpoint | beam | lenpen | val BLEU | val lc-tok |", "|---|---|---|---|---|"]
     for r in rows:
         cells = [r["checkpoint"], str(r["beam"]), f"{r['lenpen']:g}", f"{r['val_bleu']:.2f}",
@@ -139,13 +162,14 @@ def markdown(point, rows, best):
     return "\n".join(lines) + "\n"
 
 
-def tune(ctx, point, checkpoints, beams, lenpens):
-    """Score the grid (checkpoints x beams x lenpens) on val; write and return the table."""
-    tuner = Tuner(ctx, point)
+def tune(ctx, points, checkpoints, beams, lenpens):
+    """Score the grid (checkpoints x beams x lenpens) on val, for one point or for the ensemble
+    of several (each setting's checkpoint taken from every member); write and return the table."""
+    tuner = Tuner(ctx, points)
     rows = [tuner.score(*setting) for setting in itertools.product(checkpoints, beams, lenpens)]
     best = best_row(rows)
-    table = markdown(point, rows, best)
+    table = markdown(rows, best)
     write_atomic(os.path.join(tuner.dir, "table.md"), table)
-    say(f"point {point.name}: best on val: {best['checkpoint']}, beam {best['beam']}, lenpen {best['lenpen']:g}: "
+    say(f"point {tuner.name}: best on val: {best['checkpoint']}, beam {best['beam']}, lenpen {best['lenpen']:g}: "
         f"{best['val_bleu_line']}")
     return table
