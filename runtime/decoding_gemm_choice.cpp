@@ -9,6 +9,7 @@
 #include "model/kernels/gemm_plan.h"
 #include "model/kernels/linear.h"
 #include "runtime/cuda_math.h"
+#include "runtime/device.h"
 #include "runtime/memory_estimate.h"
 
 namespace nmt::runtime {
@@ -119,7 +120,8 @@ std::string set_up_decoding(const config::Config& cfg, const torch::Device& devi
 
 std::string decoding_setup_text(const GemmDecision& decision, const torch::Device& device, int64_t threads,
                                 const char* attention) {
-  return fmt::format("device {}, {} threads, gemm {}, attention {}", device.str(), threads, decision.why, attention);
+  return fmt::format("device {}, {} threads, gemm {}, attention {}", describe_device(device), threads, decision.why,
+                     attention);
 }
 
 }  // namespace nmt::runtime

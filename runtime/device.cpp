@@ -1,6 +1,9 @@
 #include "runtime/device.h"
 
 #include <c10/core/impl/DeviceGuardImplInterface.h>
+#ifdef NMTRAIN_WITH_CUDA
+#include <cuda_runtime.h>
+#endif
 
 #include <cstdlib>
 #include <string>
@@ -20,6 +23,16 @@ torch::Device choose_device(const config::TrainConfig& cfg, int local_rank) {
   // headers are needed here, and LibTorch's own idea of the current device stays in step.
   c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->setDevice(device);
   return device;
+}
+
+std::string describe_device(const torch::Device& device) {
+#ifdef NMTRAIN_WITH_CUDA
+  if (device.is_cuda()) {
+    cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, device.index()) == cudaSuccess) return device.str() + " (" + prop.name + ")";
+  }
+#endif
+  return device.str();
 }
 
 int launcher_local_rank() {

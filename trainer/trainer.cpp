@@ -343,7 +343,7 @@ void Trainer::announce_start(bool resumed) {
   log_.metrics({{"event", "start"}, {"update", update_ + 1}, {"resumed", resumed}});
   if (cfg_.train.tensorboard) log_.start_tensorboard(update_ + 1);
   log_.info(fmt::format("model: {} parameters | device {} | ranks {} | backend {} | {} updates/epoch | threads {} | gemm {} | attention {}",
-                        model::parameter_count(*model_), device_.str(), group_.world_size(), comm_->name(),
+                        model::parameter_count(*model_), runtime::describe_device(device_), group_.world_size(), comm_->name(),
                         planner_->updates_per_epoch(), cfg_.train.threads, gemm_text(),
                         model::kernels::attention_kernel_name(model::kernels::attention_kernel())));
   const auto& spans = planner_->corpora();

@@ -16,6 +16,7 @@ from .shards import ensure_shards
 from .state import load_state, save_state
 
 UPDATE_FILE_RE = re.compile(r"update_(\d+)\.pt\Z")
+GPU_START_RE = re.compile(r"\| device cuda:\d+ \(([^)]*)\) \|")  # train's start line on a GPU
 AVERAGE_LAST = 5
 BEAM = 5
 
@@ -35,18 +36,53 @@ def train_command(ctx, point):
     return cmd + ["--resume", "auto"]
 
 
+def machine_label(cpu, log_text):
+    """What a training session ran on, for the table's CPU column: the CPU model, or, when one
+    of the session's train.log start lines names a GPU, "GPU (host: CPU)"."""
+    gpus = GPU_START_RE.findall(log_text)
+    return f"{gpus[-1]} (host: {cpu})" if gpus else cpu
+
+
+def file_size(path):
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def record_machine(ctx, point, state, log_start, added):
+    """After a session: a GPU named by the start lines train logged from log_start on takes the
+    place of the host CPU recorded (when this session added it) before training."""
+    try:
+        with open(ctx.path(point, "train.log"), encoding="utf-8", errors="replace") as f:
+            f.seek(log_start)
+            label = machine_label(ctx.cpu, f.read())
+    except OSError:
+        return
+    if label != ctx.cpu and label not in state["cpus"]:
+        if added:
+            state["cpus"].remove(ctx.cpu)
+        state["cpus"].append(label)
+
+
 def train_point(ctx, point, state):
     cmd = train_command(ctx, point)
     log = ctx.path(point, "train.out")
     if cmd is None:
         say(f"point {point.name}: its time budget is spent (metrics.jsonl); evaluating what it trained")
     else:
-        if ctx.cpu not in state["cpus"]:
+        added = ctx.cpu not in state["cpus"]
+        if added:
             state["cpus"].append(ctx.cpu)
         save_state(ctx, point, state)
+        log_start = file_size(ctx.path(point, "train.log"))
         say(f"point {point.name}: training: {shlex.join(cmd)} >> {log}")
-        with open(log, "ab") as out:
-            rc = ctx.runner.run(cmd, out, subprocess.STDOUT)
+        try:
+            with open(log, "ab") as out:
+                rc = ctx.runner.run(cmd, out, subprocess.STDOUT)
+        finally:
+            record_machine(ctx, point, state, log_start, added)
+            save_state(ctx, point, state)
         if rc != 0:
             raise PointFailed(f"train ended with {describe_exit(rc)}", log)
     state["trained"] = True
