@@ -1,7 +1,7 @@
 """Translates with a model written by tools/export_ctranslate2.py the way our
 `translate` does (eval/translator.cpp, eval/search.cpp), with ctranslate2.Translator:
 
-  python tools/ct2_translate.py --model DIR [--beam K] [--input FILE] < source > hypotheses
+  python tools/ct2_translate.py --model DIR [--beam K] [--lenpen P] [--input FILE] [--device D] [--threads N] < source > hypotheses
 
 What makes CTranslate2 decode as ours (the figures come from DIR/nmtrain.json, which the
 exporter writes from the run's eval section):

@@ -46,8 +46,8 @@ OUT/table.md and OUT/table.csv, and the same two tables beside the sweep file (S
 is also printed): point, status, overrides, vocabulary size and type, updates, epochs, train
 wall time (s, summed over
 every train process of the point, from metrics.jsonl), mean target tokens/s, best val loss and
-nll, val BLEU (averaged checkpoint, beam 5), val lc-tok BLEU, and the CPU model the point
-trained on.
+nll, val BLEU (averaged checkpoint, beam 5), val lc-tok BLEU, and the machine the point
+trained on: its CPU model, or on a GPU "<GPU model> (host: <CPU model>)".
 
 Rerunning the same command continues the sweep: finished points are skipped (their files are
 not touched), and so are points the committed table beside the sweep file has finished with the
