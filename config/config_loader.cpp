@@ -164,8 +164,8 @@ Field make_corpora_field() {
   make_choice_field(#section "." #name, [](Config& c) -> auto& { return c.section.name; },                \
                     Choice<decltype(Config{}.section.name)>{__VA_ARGS__})
 
-const std::vector<Field>& fields() {
-  static const std::vector<Field> all = {
+std::vector<Field> data_fields() {
+  return {
       NMT_FIELD(data, raw_dir, Any{}),
       NMT_FIELD(data, shard_dir, Any{}),
       NMT_FIELD(data, src_lang, Any{}),
@@ -189,6 +189,11 @@ const std::vector<Field>& fields() {
       NMT_FIELD(data, max_len, (Range{1, 100000})),
       NMT_FIELD(data, max_tokens, (Range{2, 1e9})),
       NMT_FIELD(data, preload_mb, (Range{0, 1e9})),
+  };
+}
+
+std::vector<Field> model_fields() {
+  return {
       NMT_FIELD(model, d_model, (Range{1, 65536})),
       NMT_FIELD(model, ffn_dim, (Range{1, 1e6})),
       NMT_FIELD(model, heads, (Range{1, 1024})),
@@ -203,6 +208,11 @@ const std::vector<Field>& fields() {
       NMT_FIELD(model, decoder_layerdrop, (Range{0, 0.999})),
       NMT_FIELD(model, pre_norm, Any{}),
       NMT_FIELD(model, max_positions, (Range{2, 1e7})),
+  };
+}
+
+std::vector<Field> optim_fields() {
+  return {
       NMT_FIELD(optim, beta1, (Range{0, 0.999999})),
       NMT_FIELD(optim, beta2, (Range{0, 0.999999999})),
       NMT_FIELD(optim, eps, (Range{0, 1})),
@@ -210,6 +220,11 @@ const std::vector<Field>& fields() {
       NMT_FIELD(optim, clip_norm, (Range{0, kInf})),
       NMT_FIELD(optim, label_smoothing, (Range{0, 0.999})),
       NMT_FIELD(optim, rdrop_alpha, (Range{0, 100})),
+  };
+}
+
+std::vector<Field> schedule_fields() {
+  return {
       NMT_CHOICE(schedule, type,
                  {{"noam", ScheduleType::kNoam},
                   {"inverse_sqrt", ScheduleType::kInverseSqrt},
@@ -222,6 +237,11 @@ const std::vector<Field>& fields() {
       NMT_FIELD(schedule, warmup_init_lr, (Range{0, kInf})),
       NMT_FIELD(schedule, total_updates, (Range{0, 1e15})),
       NMT_FIELD(schedule, min_lr, (Range{0, kInf})),
+  };
+}
+
+std::vector<Field> train_fields() {
+  return {
       NMT_FIELD(train, seed, (Range{0, 9.2e18})),
       NMT_FIELD(train, threads, (Range{1, 1024})),
       NMT_FIELD(train, max_updates, (Range{0, 1e15})),
@@ -250,6 +270,11 @@ const std::vector<Field>& fields() {
       NMT_FIELD(train, reset_optimizer, Any{}),
       NMT_FIELD(train, reset_schedule, Any{}),
       NMT_FIELD(train, reset_planner, Any{}),
+  };
+}
+
+std::vector<Field> dist_fields() {
+  return {
       NMT_CHOICE(dist, backend,
                  {{"auto", dist::Backend::kAuto}, {"nccl", dist::Backend::kNccl}, {"mpi", dist::Backend::kMpi}}),
       NMT_FIELD(dist, bucket_mb, (Range{0.001, 1e6})),
@@ -259,6 +284,11 @@ const std::vector<Field>& fields() {
       NMT_FIELD(dist, deterministic_reduce, Any{}),
       NMT_CHOICE(dist, grad_dtype,
                  {{"fp32", dist::GradDtype::kFp32}, {"bf16", dist::GradDtype::kBf16}, {"fp16", dist::GradDtype::kFp16}}),
+  };
+}
+
+std::vector<Field> eval_fields() {
+  return {
       NMT_FIELD(eval, beam, (Range{1, 1000})),
       NMT_FIELD(eval, lenpen, (Range{0, 100})),
       NMT_FIELD(eval, max_len_a, (Range{0, 1000})),
@@ -266,6 +296,11 @@ const std::vector<Field>& fields() {
       NMT_FIELD(eval, max_tokens, (Range{1, 1e9})),
       NMT_FIELD(eval, nbest, (Range{1, 1000})),
       NMT_FIELD(eval, average_last, (Range{1, 1000})),
+  };
+}
+
+std::vector<Field> debug_fields() {
+  return {
       NMT_FIELD(debug, anomaly, Any{}),
       NMT_FIELD(debug, deterministic, Any{}),
       NMT_FIELD(debug, fault_rank, (Range{-1, 1e9})),
@@ -275,6 +310,17 @@ const std::vector<Field>& fields() {
       NMT_FIELD(debug, fp16_overflow_above, (Range{0, kInf})),
       NMT_FIELD(debug, kill_in_save, (Range{-1, 1e15})),
   };
+}
+
+// Every key, section by section in the order `--print-config` writes them.
+const std::vector<Field>& fields() {
+  static const std::vector<Field> all = [] {
+    std::vector<Field> out;
+    for (auto section : {data_fields, model_fields, optim_fields, schedule_fields, train_fields, dist_fields,
+                         eval_fields, debug_fields})
+      for (Field& f : section()) out.push_back(std::move(f));
+    return out;
+  }();
   return all;
 }
 #undef NMT_FIELD

@@ -108,31 +108,46 @@ struct Reader {
   std::function<bool(const std::exception& e)> expected;  // is this the documented error?
 };
 
-}  // namespace
-
-int main(int argc, char** argv) {
+struct Flags {
   int64_t rounds = 2000;
   uint64_t seed = 1;
   std::string only, save = ".";
+};
+
+// Flags as `--name value` pairs; false (after a message) on an unknown one.
+bool parse_flags(int argc, char** argv, Flags& f) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--rounds") rounds = std::stoll(value);
-    else if (flag == "--seed") seed = std::stoull(value);
-    else if (flag == "--only") only = value;
-    else if (flag == "--save") save = value;
+    if (flag == "--rounds")
+      f.rounds = std::stoll(value);
+    else if (flag == "--seed")
+      f.seed = std::stoull(value);
+    else if (flag == "--only")
+      f.only = value;
+    else if (flag == "--save")
+      f.save = value;
     else {
       std::fprintf(stderr, "fuzz_readers: unknown flag %s\n", flag.c_str());
-      return 2;
+      return false;
     }
   }
-  torch::set_num_threads(1);
-  TempDir dir;
-  // Seeds: a shard directory (two shards), a checkpoint of a tiny model.
-  const fs::path shards = dir.path() / "shards";
-  nmt::testing::write_shard_dir(shards, nmt::testing::random_pairs(40, 12, 30), 2, 30);
-  const std::string manifest_seed = read_file(shards / "manifest.json");
-  const std::string shard_name = nmt::data::shard_file_name("train", 0, 2);
-  const std::string shard_seed = read_file(shards / shard_name);
+  return true;
+}
+
+// The valid inputs the mutations start from: a shard directory of two shards (its manifest and
+// first shard) and a checkpoint of a tiny model, written under `dir`.
+struct Seeds {
+  fs::path shards;
+  std::string shard_name, manifest, shard, checkpoint;
+};
+
+Seeds write_seeds(const fs::path& dir) {
+  Seeds s;
+  s.shards = dir / "shards";
+  nmt::testing::write_shard_dir(s.shards, nmt::testing::random_pairs(40, 12, 30), 2, 30);
+  s.manifest = read_file(s.shards / "manifest.json");
+  s.shard_name = nmt::data::shard_file_name("train", 0, 2);
+  s.shard = read_file(s.shards / s.shard_name);
   nmt::model::ModelConfig mc;
   mc.d_model = 8, mc.ffn_dim = 16, mc.heads = 2, mc.encoder_layers = 1, mc.decoder_layers = 1, mc.vocab_size = 30;
   nmt::model::Transformer model(mc);
@@ -140,84 +155,106 @@ int main(int argc, char** argv) {
   c.model = nmt::checkpoint::model_weights(*model);
   c.update = 3;
   c.config_yaml = kConfig;
-  const fs::path ckpt = dir.path() / "seed.pt";
+  const fs::path ckpt = dir / "seed.pt";
   nmt::checkpoint::save_checkpoint(c, ckpt.string());
   fs::remove(ckpt.string() + ".sha256");  // reach the parser, not only the checksum
-  const std::string ckpt_seed = read_file(ckpt);
+  s.checkpoint = read_file(ckpt);
+  return s;
+}
 
-  auto is = [](auto* dummy) {
-    return [](const std::exception& e) { return dynamic_cast<decltype(dummy)>(&e) != nullptr; };
-  };
-  std::vector<Reader> readers = {
+// Whether an exception is of the documented type E.
+template <typename E>
+std::function<bool(const std::exception&)> is_error() {
+  return [](const std::exception& e) { return dynamic_cast<const E*>(&e) != nullptr; };
+}
+
+// The shard reader on a mutated shard: the manifest names the mutated shard's checksum, so the
+// HDF5 reader itself is what parses it (a checksum mismatch alone would stop it earlier).
+void read_mutated_shard(const fs::path& dir, const Seeds& seeds, const std::string& in) {
+  const fs::path d = dir / "fuzz_shards";
+  fs::remove_all(d);
+  fs::copy(seeds.shards, d);
+  write_file(d / seeds.shard_name, in);
+  std::string m = seeds.manifest;
+  const std::string old_sum = nmt::base::sha256_hex(seeds.shard), new_sum = nmt::base::sha256_hex(in);
+  m.replace(m.find(old_sum), old_sum.size(), new_sum);
+  write_file(d / "manifest.json", m);
+  nmt::data::ShardedCorpus corpus(d.string(), "train");
+  std::vector<int32_t> s, t;
+  for (int64_t i = 0; i < corpus.size(); ++i) corpus.read(i, &s, &t);
+  corpus.preload_within(int64_t{1} << 30);  // read whole too: the same checks, the other path
+  for (int64_t i = 0; i < corpus.size(); ++i) corpus.read(i, &s, &t);
+}
+
+std::vector<Reader> make_readers(const fs::path& dir, const Seeds& seeds) {
+  return {
       {"config", true, kConfig,
        [](const std::string& in) {
          auto cfg = nmt::config::load_config_text(in, "fuzz.yaml");
          nmt::config::validate(cfg, nmt::config::Needs::kNothing);
          nmt::config::to_yaml(cfg);
        },
-       is(static_cast<const nmt::config::ConfigError*>(nullptr))},
-      {"manifest", true, manifest_seed,
-       [&](const std::string& in) { nmt::data::Manifest::from_json(in, "fuzz/manifest.json"); },
-       is(static_cast<const nmt::data::DataError*>(nullptr))},
-      {"shard", false, shard_seed,
-       [&](const std::string& in) {
-         // The manifest names the mutated shard's checksum, so the HDF5 reader itself is
-         // what parses it (a checksum mismatch alone would stop it earlier).
-         const fs::path d = dir.path() / "fuzz_shards";
-         fs::remove_all(d);
-         fs::copy(shards, d);
-         write_file(d / shard_name, in);
-         std::string m = manifest_seed;
-         const std::string old_sum = nmt::base::sha256_hex(shard_seed), new_sum = nmt::base::sha256_hex(in);
-         m.replace(m.find(old_sum), old_sum.size(), new_sum);
-         write_file(d / "manifest.json", m);
-         nmt::data::ShardedCorpus corpus(d.string(), "train");
-         std::vector<int32_t> s, t;
-         for (int64_t i = 0; i < corpus.size(); ++i) corpus.read(i, &s, &t);
-         corpus.preload_within(int64_t{1} << 30);  // read whole too: the same checks, the other path
-         for (int64_t i = 0; i < corpus.size(); ++i) corpus.read(i, &s, &t);
-       },
-       is(static_cast<const nmt::data::DataError*>(nullptr))},
-      {"checkpoint", false, ckpt_seed,
-       [&](const std::string& in) {
-         const fs::path p = dir.path() / "fuzz.pt";
+       is_error<nmt::config::ConfigError>()},
+      {"manifest", true, seeds.manifest,
+       [](const std::string& in) { nmt::data::Manifest::from_json(in, "fuzz/manifest.json"); },
+       is_error<nmt::data::DataError>()},
+      {"shard", false, seeds.shard, [dir, &seeds](const std::string& in) { read_mutated_shard(dir, seeds, in); },
+       is_error<nmt::data::DataError>()},
+      {"checkpoint", false, seeds.checkpoint,
+       [dir](const std::string& in) {
+         const fs::path p = dir / "fuzz.pt";
          write_file(p, in);
          nmt::checkpoint::load_checkpoint(p.string());
        },
-       is(static_cast<const nmt::checkpoint::CheckpointError*>(nullptr))},
+       is_error<nmt::checkpoint::CheckpointError>()},
   };
+}
 
+// Runs one reader on `flags.rounds` mutations of its seed; returns the findings (exceptions
+// other than the documented one), each printed with its round and saved under flags.save.
+int fuzz_reader(const Reader& r, const Flags& flags) {
+  r.read(r.seed);  // the seed itself must read
+  Rng rng{{flags.seed * 0x2545F4914F6CDD1Dull + std::hash<std::string>{}(r.name)}};
+  int64_t accepted = 0, refused = 0;
   int findings = 0;
-  for (const Reader& r : readers) {
-    if (!only.empty() && r.name != only) continue;
-    r.read(r.seed);  // the seed itself must read
-    Rng rng{{seed * 0x2545F4914F6CDD1Dull + std::hash<std::string>{}(r.name)}};
-    int64_t accepted = 0, refused = 0;
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int64_t round = 0; round < rounds; ++round) {
-      const std::string input = mutate(r.seed, rng, r.text);
-      try {
-        r.read(input);
-        ++accepted;
-      } catch (const std::exception& e) {
-        if (r.expected(e)) {
-          ++refused;
-          continue;
-        }
-        ++findings;
-        const fs::path out = fs::path(save) / ("fuzz-" + r.name + "-" + std::to_string(round));
-        write_file(out, input);
-        std::string what = e.what();
-        what = what.substr(0, what.find("\nException raised from "));
-        std::printf("FINDING %s round %lld: undocumented exception: %s (input saved to %s)\n", r.name.c_str(),
-                    static_cast<long long>(round), what.c_str(), out.c_str());
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int64_t round = 0; round < flags.rounds; ++round) {
+    const std::string input = mutate(r.seed, rng, r.text);
+    try {
+      r.read(input);
+      ++accepted;
+    } catch (const std::exception& e) {
+      if (r.expected(e)) {
+        ++refused;
+        continue;
       }
+      ++findings;
+      const fs::path out = fs::path(flags.save) / ("fuzz-" + r.name + "-" + std::to_string(round));
+      write_file(out, input);
+      std::string what = e.what();
+      what = what.substr(0, what.find("\nException raised from "));
+      std::printf("FINDING %s round %lld: undocumented exception: %s (input saved to %s)\n", r.name.c_str(),
+                  static_cast<long long>(round), what.c_str(), out.c_str());
     }
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("fuzz %-10s %lld rounds in %.1f s (seed %llu): %lld accepted, %lld refused with the documented error\n",
-                r.name.c_str(), static_cast<long long>(rounds), secs, static_cast<unsigned long long>(seed),
-                static_cast<long long>(accepted), static_cast<long long>(refused));
   }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("fuzz %-10s %lld rounds in %.1f s (seed %llu): %lld accepted, %lld refused with the documented error\n",
+              r.name.c_str(), static_cast<long long>(flags.rounds), secs, static_cast<unsigned long long>(flags.seed),
+              static_cast<long long>(accepted), static_cast<long long>(refused));
+  return findings;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags flags;
+  if (!parse_flags(argc, argv, flags)) return 2;
+  torch::set_num_threads(1);
+  TempDir dir;
+  const Seeds seeds = write_seeds(dir.path());
+  int findings = 0;
+  for (const Reader& r : make_readers(dir.path(), seeds))
+    if (flags.only.empty() || r.name == flags.only) findings += fuzz_reader(r, flags);
   if (findings) std::printf("%d findings\n", findings);
   return findings ? 1 : 0;
 }
