@@ -99,4 +99,24 @@ for beam, need in ((1, 1.0), (5, 0.99)):
         ok = False
 raise SystemExit(0 if ok else 1)
 PY
+# ct2_translate.py's refusals: one line naming the file, exit 2 (usage errors: argparse's last line).
+CT2=("$python" "$tools/ct2_translate.py")
+refused "a missing input" "nope.txt: input file does not exist" "${CT2[@]}" --model ct2 --input nope.txt
+printf 'ein \xff Hund\n' > latin1.txt
+refused "a non-UTF-8 input" "latin1.txt: not UTF-8 text (byte 4)" "${CT2[@]}" --model ct2 --input latin1.txt
+printf 'not gzip data at all' | gzip | head -c 20 > cut.gz
+refused "a truncated gzip input" "cut.gz: not a readable text or gzip file" "${CT2[@]}" --model ct2 --input cut.gz
+refused "a directory without an export" "run: no nmtrain.json there" "${CT2[@]}" --model run --input src.txt
+cp -r ct2 ct2_bad && echo '{"eval": {"beam": 5}}' > ct2_bad/nmtrain.json
+refused "settings without the eval numbers" "ct2_bad/nmtrain.json: no 'eval' section with numbers" \
+  "${CT2[@]}" --model ct2_bad --input src.txt
+cp ct2/nmtrain.json ct2_bad/ && rm ct2_bad/spm.model
+refused "an export without its SentencePiece model" "ct2_bad: no spm.model there" "${CT2[@]}" --model ct2_bad --input src.txt
+for bad in "--beam 0" "--lenpen nan" "--threads -1" "--device tpu"; do
+  # shellcheck disable=SC2086 # the flag and its value as two words
+  "${CT2[@]}" --model ct2 --input src.txt $bad > out.txt 2> err.txt
+  rc=$?
+  [ $rc = 2 ] && tail -1 err.txt | grep -q "^ct2_translate: error: argument" || { cat err.txt; fail "ct2_translate $bad: exit $rc"; }
+  echo "ok: refused ct2_translate $bad: $(tail -1 err.txt)"
+done
 echo "ctranslate2 export: greedy and beam 5 compared on $(wc -l < src.txt) sentences"

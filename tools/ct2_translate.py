@@ -21,29 +21,70 @@ sentence reaches its limit (tools/README.md); greedy search is the same."""
 import argparse
 import gzip
 import json
+import math
 import os
 import sys
+import zlib
 from collections import defaultdict
 
+from nmtrain_checkpoint import BadInput
+
+PROG = "ct2_translate"
 SETTINGS_FILE = "nmtrain.json"
+EVAL_KEYS = ("beam", "lenpen", "max_len_a", "max_len_b")
 
 
 def load_settings(model_dir):
-    with open(os.path.join(model_dir, SETTINGS_FILE), encoding="utf-8") as f:
-        return json.load(f)
+    """DIR/nmtrain.json, checked for what translate() reads."""
+    path = os.path.join(model_dir, SETTINGS_FILE)
+    if not os.path.isfile(path):
+        raise BadInput(f"{model_dir}: no {SETTINGS_FILE} there (not written by tools/export_ctranslate2.py)")
+    try:
+        with open(path, encoding="utf-8") as f:
+            settings = json.load(f)
+    except (OSError, ValueError) as e:
+        raise BadInput(f"{path}: not readable JSON ({type(e).__name__})") from None
+    ev = settings.get("eval") if isinstance(settings, dict) else None
+    if not isinstance(ev, dict) or any(not isinstance(ev.get(k), (int, float)) for k in EVAL_KEYS):
+        raise BadInput(f"{path}: no 'eval' section with numbers {', '.join(EVAL_KEYS)}")
+    if not isinstance(settings.get("max_positions"), int) or settings["max_positions"] < 2:
+        raise BadInput(f"{path}: 'max_positions' is missing or not an integer >= 2")
+    never = settings.get("never_generate")
+    if not isinstance(never, list) or not all(isinstance(t, str) for t in never):
+        raise BadInput(f"{path}: 'never_generate' is missing or not a list of pieces")
+    return settings
 
 
 def read_lines(path):
     """data::read_lines(): plain or gzip, split at "\\n", a trailing "\\r" dropped (not
     str.splitlines(), which also splits at Unicode separators our reader keeps)."""
-    with open(path, "rb") as f:
-        raw = f.read()
-    if raw[:2] == b"\x1f\x8b":
-        raw = gzip.decompress(raw)
-    lines = raw.decode("utf-8").split("\n")
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
+        lines = raw.decode("utf-8").split("\n")
+    except FileNotFoundError:
+        raise BadInput(f"{path}: input file does not exist") from None
+    except (OSError, EOFError, zlib.error) as e:
+        raise BadInput(f"{path}: not a readable text or gzip file ({type(e).__name__}: {e})") from None
+    except UnicodeDecodeError as e:
+        raise BadInput(f"{path}: not UTF-8 text (byte {e.start})") from None
     if lines and lines[-1] == "":
         lines.pop()
     return [l[:-1] if l.endswith("\r") else l for l in lines]
+
+
+def read_stdin_lines():
+    """std::getline on stdin: split at "\\n" only."""
+    try:
+        text = sys.stdin.buffer.read().decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise BadInput(f"standard input: not UTF-8 text (byte {e.start})") from None
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return lines
 
 
 def decode_limit(source_pieces, settings):
@@ -82,41 +123,84 @@ def translate(translator, sp, lines, settings, beam=None, lenpen=None, **batch_o
     return out
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", required=True, help="directory written by tools/export_ctranslate2.py")
-    parser.add_argument("--beam", type=int, help="beam size (default: the run's eval.beam; 1 = greedy)")
-    parser.add_argument("--lenpen", type=float, help="length penalty (default: the run's eval.lenpen)")
-    parser.add_argument("--input", help="read sources from this file instead of stdin")
-    parser.add_argument("--device", default="cpu", help="cpu, cuda or auto")
-    # CTranslate2's default (0: min(4, cores) OpenMP threads that spin while they wait) is
-    # 10-100x slower than 1 thread on a machine whose cores are busy with other work.
-    parser.add_argument("--threads", type=int, default=1,
-                        help="intra_threads (default 1; 0 = CTranslate2's default; above 1 on a busy "
-                             "machine, also set OMP_WAIT_POLICY=PASSIVE)")
-    args = parser.parse_args()
+def positive_int(text):
+    value = int(text)
+    if value < 1:
+        raise ValueError(text)
+    return value
 
-    if not os.path.isfile(os.path.join(args.model, SETTINGS_FILE)):
-        print(f"ct2_translate: error: {args.model}: no {SETTINGS_FILE} there (not written by "
-              "tools/export_ctranslate2.py)", file=sys.stderr)
-        return 2
+
+def non_negative_int(text):
+    value = int(text)
+    if value < 0:
+        raise ValueError(text)
+    return value
+
+
+def finite_non_negative(text):
+    value = float(text)
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(text)
+    return value
+
+
+positive_int.__name__, non_negative_int.__name__ = "integer >= 1", "integer >= 0"
+finite_non_negative.__name__ = "finite number >= 0"
+
+
+def load_model(model_dir, device, threads):
+    """The SentencePiece model and the ctranslate2.Translator of an export."""
     import ctranslate2
     import sentencepiece
 
+    for name in ("spm.model", "model.bin"):
+        if not os.path.isfile(os.path.join(model_dir, name)):
+            raise BadInput(f"{model_dir}: no {name} there (an incomplete export: run tools/export_ctranslate2.py again)")
+    try:
+        sp = sentencepiece.SentencePieceProcessor(model_file=os.path.join(model_dir, "spm.model"))
+    except (OSError, RuntimeError) as e:
+        raise BadInput(f"{os.path.join(model_dir, 'spm.model')}: not a SentencePiece model ({e})") from None
+    try:
+        translator = ctranslate2.Translator(model_dir, device=device, intra_threads=threads)
+    except (OSError, RuntimeError, ValueError) as e:
+        raise BadInput(f"{model_dir}: CTranslate2 cannot load it ({str(e).strip().splitlines()[0]})") from None
+    return sp, translator
+
+
+def run(args):
     settings = load_settings(args.model)
-    sp = sentencepiece.SentencePieceProcessor(model_file=os.path.join(args.model, "spm.model"))
-    translator = ctranslate2.Translator(args.model, device=args.device, intra_threads=args.threads)
-    if args.input:
-        lines = read_lines(args.input)
-    else:  # std::getline on stdin: split at "\n" only
-        sys.stdin.reconfigure(encoding="utf-8")
-        lines = sys.stdin.read().split("\n")
-        if lines[-1] == "":
-            lines.pop()
+    lines = read_lines(args.input) if args.input else read_stdin_lines()
+    sp, translator = load_model(args.model, args.device, args.threads)
     sys.stdout.reconfigure(encoding="utf-8")
     for hyp in translate(translator, sp, lines, settings, beam=args.beam, lenpen=args.lenpen):
         sys.stdout.write(hyp + "\n")
+
+
+def main():
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", required=True, help="directory written by tools/export_ctranslate2.py")
+    parser.add_argument("--beam", type=positive_int, help="beam size (default: the run's eval.beam; 1 = greedy)")
+    parser.add_argument("--lenpen", type=finite_non_negative, help="length penalty (default: the run's eval.lenpen)")
+    parser.add_argument("--input", help="read sources from this file (plain or gzip) instead of stdin")
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda", "auto"), help="where CTranslate2 runs")
+    # CTranslate2's default (0: min(4, cores) OpenMP threads that spin while they wait) is
+    # 10-100x slower than 1 thread on a machine whose cores are busy with other work.
+    parser.add_argument("--threads", type=non_negative_int, default=1,
+                        help="intra_threads (default 1; 0 = CTranslate2's default; above 1 on a busy "
+                             "machine, also set OMP_WAIT_POLICY=PASSIVE)")
+    args = parser.parse_args()  # usage errors: argparse's message, exit 2
+    try:
+        run(args)
+    except BadInput as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:  # a fault, not bad input: one line still
+        print(f"{PROG}: error: {type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}",
+              file=sys.stderr)
+        return 1
     return 0
 
 
