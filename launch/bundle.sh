@@ -23,6 +23,12 @@ out=${out%/}
 if [ -e "$out" ] && [ ! -f "$out/env.sh" ]; then
   echo "bundle.sh: $out exists and is not a bundle (no env.sh): choose another DIR" >&2; exit 2
 fi
+# The same for DIR.tar.gz: replaced only beside an earlier bundle, or where it holds one.
+if [ -e "$out.tar.gz" ] && [ ! -f "$out/env.sh" ] \
+  && ! tar -tzf "$out.tar.gz" "$(basename "$out")/env.sh" > /dev/null 2>&1; then
+  echo "bundle.sh: $out.tar.gz exists and is not a bundle's archive (no $(basename "$out")/env.sh in it): choose another DIR" >&2
+  exit 2
+fi
 # NMTRAIN_BUILD set: pack that build as it is (the tests do); else build this checkout first.
 if [ -z "${NMTRAIN_BUILD:-}" ]; then
   exports=$(bash "$root/launch/build.sh") || { echo "bundle.sh: launch/build.sh failed" >&2; exit 1; }

@@ -44,4 +44,13 @@ mkdir -p "$tmp/precious" && touch "$tmp/precious/keep"
 out=$(bash "$root/launch/bundle.sh" "$tmp/precious/" 2>&1) && fail "bundle.sh replaced a directory that is not a bundle"
 [[ $out == "bundle.sh: $tmp/precious exists and is not a bundle (no env.sh): choose another DIR" ]] || fail "bundle.sh refusal: $out"
 [ -f "$tmp/precious/keep" ] || fail "bundle.sh removed a file of a directory it refused"
+# ... nor a DIR.tar.gz that does not hold a bundle (DIR itself absent).
+echo precious > "$tmp/other.tar.gz"
+out=$(bash "$root/launch/bundle.sh" "$tmp/other" 2>&1) && fail "bundle.sh replaced an archive that is not a bundle's"
+[[ $out == "bundle.sh: $tmp/other.tar.gz exists and is not a bundle's archive"* ]] || fail "bundle.sh archive refusal: $out"
+[ "$(cat "$tmp/other.tar.gz")" = precious ] && [ ! -e "$tmp/other" ] || fail "bundle.sh touched what it refused"
+# An earlier bundle's archive alone (its directory removed) is replaced.
+mkdir "$tmp/re" && tar -C "$tmp/re" -xzf "$tmp/bundle.tar.gz" \
+  && mv "$tmp/re/bundle" "$tmp/re/again" && tar -C "$tmp/re" -czf "$tmp/again.tar.gz" again && rm -rf "$tmp/re"
+bash "$root/launch/bundle.sh" "$tmp/again" > "$tmp/again.log" 2>&1 || { cat "$tmp/again.log"; fail "bundle.sh refused its own archive"; }
 echo "bundle_job: ok"
