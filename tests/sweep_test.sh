@@ -236,6 +236,15 @@ grep -q "point fine: finished in o.csv" o5.log && [ ! -e ow5/fine/metrics.jsonl 
   || { cat o5.log; fail "a committed finished point with a start in OUT was trained again"; }
 cmp -s o.csv o_before.csv || { diff o_before.csv o.csv; fail "the committed finished row changed"; }
 echo "ok: a committed finished point is not trained again where OUT holds a start of it"
+# A point record of the wrong shape: refused like unreadable JSON, before anything runs.
+for bad in '[1]' '{"config": "c.yaml", "overrides": 5}'; do
+  mkdir -p ow7/fine && echo "$bad" > ow7/fine/sweep_point.json
+  "${SWEEP[@]}" o.sweep --out ow7 --only fine --dry-run > o7.log 2>&1; rc=$?
+  [ $rc = 2 ] && grep -q "ow7/fine/sweep_point.json: unreadable" o7.log && [ "$(grep -c . o7.log)" = 1 ] \
+    || { cat o7.log; fail "sweep_point.json $bad: exit $rc"; }
+  [ "$(cat ow7/fine/sweep_point.json)" = "$bad" ] || fail "sweep_point.json $bad was changed"
+done
+echo "ok: a sweep_point.json of the wrong shape is refused: $(cat o7.log)"
 # An unfinished committed row made with other overrides than the sweep file gives now (the point
 # was revised before it started): pending.
 edit_row o.csv broken "overrides=train.seed=9"

@@ -52,6 +52,12 @@ expect_refusal "--lenpens nan" "--lenpens: 'nan' is not a float >= 0.0" s.sweep 
 expect_refusal "last3 beyond keep_last 2 under keep_best" "--checkpoints last3 needs train.keep_last >= 3 (or 0)" \
   s.sweep a --out sw --checkpoints last3
 expect_refusal "best3 beyond keep_best 2" "--checkpoints best3 needs train.keep_best >= 3" s.sweep a --out sw --checkpoints best3
+cp sw/a/result.json result.keep
+for bad in '[1]' '{}' '{"config": "c.yaml", "overrides": [], "finished": 5}'; do
+  echo "$bad" > sw/a/result.json
+  expect_refusal "result.json $bad" "sw/a/result.json: unreadable" s.sweep a --out sw
+done
+mv result.keep sw/a/result.json
 printf 'point b train.max_updates=10\n' >> s.sweep
 expect_refusal "a point not finished" "point 'b': not finished in sw/b" s.sweep b --out sw
 expect_refusal "a member not finished" "point 'b': not finished in sw/b" s.sweep a+b --out sw --checkpoints last2
@@ -107,4 +113,13 @@ echo "ok: the ensemble a+a2 (last2, beam 3, lenpen 1) equals average + evaluate 
 cmp table.md table2.md || fail "rerun printed another table"
 ! grep -q "evaluate" tune2.log || { cat tune2.log; fail "rerun evaluated again"; }
 echo "ok: a rerun reuses scores.json"
+cp sw/a/decoding/scores.json scores.keep
+for bad in '[1]' '{"finished": "x", "scores": 5}'; do
+  echo "$bad" > sw/a/decoding/scores.json
+  "${TUNE[@]}" s.sweep a --out sw --checkpoints last2 --beams 1 --lenpens 1.0 > out.txt 2> err.txt; rc=$?
+  [ $rc -eq 2 ] && grep -q "sw/a/decoding/scores.json: unreadable" err.txt && [ "$(wc -l < err.txt)" -eq 1 ] \
+    || { cat err.txt; fail "scores.json $bad: exit $rc"; }
+  echo "ok: scores.json $bad -> $(cat err.txt)"
+done
+mv scores.keep sw/a/decoding/scores.json
 echo PASS

@@ -54,6 +54,7 @@ def check_point_can(ctx, point, checkpoints):
     if not os.path.isfile(ctx.path(point, RESULT)):
         raise SweepError(f"point '{point.name}': not finished in {ctx.point_dir(point)} (no {RESULT}); "
                          f"run the sweep first")
+    read_json(ctx.path(point, RESULT))  # refused here, before anything runs, when unreadable
     keep_best = int(ctx.resolved[point.name].get("train.keep_best") or 0)
     keep_last = int(ctx.resolved[point.name].get("train.keep_last") or 0)
     for name in checkpoints:
@@ -96,6 +97,9 @@ class Tuner:
         # Scores belong to the points' checkpoints as finished: a point trained again starts anew.
         finished = "+".join(read_json(ctx.path(point, RESULT))["finished"] for point in points)
         kept = read_json(os.path.join(self.dir, SCORES)) or {}
+        if not isinstance(kept.get("scores", {}), dict):
+            raise SweepError(f"{os.path.join(self.dir, SCORES)}: unreadable (field 'scores' is not a JSON object); "
+                             f"remove it to score these settings again")
         self.scores = kept.get("scores", {}) if kept.get("finished") == finished else {}
         if kept.get("finished") != finished:  # averages of earlier checkpoints go with their scores
             for path in glob.glob(os.path.join(self.dir, "*.pt")):

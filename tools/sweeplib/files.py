@@ -49,15 +49,29 @@ def check_out(out):
                      f"NAME/{STATE}): choose another --out, or an empty or new directory")
 
 
+# What the records of a point must hold to be read (file name -> field -> type); anything
+# else (a list, a field of another type) is refused like unreadable JSON.
+RECORD_FIELDS = {RESULT: {"config": str, "overrides": list, "finished": str},
+                 STATE: {"config": str, "overrides": list}}
+
+
 def read_json(path):
-    """The JSON object in path, or None when there is no such file."""
+    """The JSON object in path, or None when there is no such file. A point's record
+    (RECORD_FIELDS) must have its fields."""
     try:
         with open(path, encoding="utf-8") as f:
-            return json.load(f)
+            value = json.load(f)
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as e:
         raise SweepError(f"{path}: unreadable ({e}); remove it to rerun that point") from None
+    if not isinstance(value, dict):
+        raise SweepError(f"{path}: unreadable (not a JSON object); remove it to rerun that point")
+    for field, kind in RECORD_FIELDS.get(os.path.basename(path), {}).items():
+        if not isinstance(value.get(field), kind):
+            raise SweepError(f"{path}: unreadable (field '{field}' missing or not a JSON {kind.__name__}); "
+                             f"remove it to rerun that point")
+    return value
 
 
 def tail(path, lines=LOG_TAIL_LINES):
