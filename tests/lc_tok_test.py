@@ -169,6 +169,8 @@ def test_refusals(root):
     empty.write_bytes(b"")
     latin1.write_bytes(b"a dog .\nein sch\xf6ner hund .\n")
     badgz.write_bytes(gzip.compress(b"a dog .\n" * 50)[:30])
+    corruptgz = root / "corrupt.en.gz"  # a gzip header, then no deflate stream: zlib's "invalid block type"
+    corruptgz.write_bytes(gzip.compress(b"a dog .\n")[:10] + b"\xff" * 20)
 
     def refused(name, args, needles, code=2):
         r = run(*args)
@@ -186,6 +188,7 @@ def test_refusals(root):
     refused("not UTF-8", ["--hyp", latin1, "--ref", ref], [f"{latin1}:2: not UTF-8 (byte 0xf6)"])
     refused("empty reference", ["--hyp", empty, "--ref", empty], [f"{empty}: no lines"])
     refused("corrupt gzip", ["--hyp", hyp, "--ref", badgz], [f"{badgz}: cannot read"])
+    refused("gzip with a corrupt deflate stream", ["--hyp", hyp, "--ref", corruptgz], [f"{corruptgz}: cannot read"])
     refused("unknown --lang", ["--hyp", hyp, "--ref", ref, "--lang", "xx"], ["--lang xx", "no Moses nonbreaking prefixes"])
 
     # Usage errors are argparse's: its usage line, then one error line; exit 2, no traceback.

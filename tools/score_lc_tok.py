@@ -23,6 +23,7 @@ is not UTF-8, line counts that differ, an empty reference), 1 anything else (one
 import argparse
 import gzip
 import sys
+import zlib
 
 PROG = "score_lc_tok.py"
 # tokenizer.perl escapes by default (& ' " < > | [ ] -> &amp; &apos; &quot; ...) and the
@@ -119,7 +120,7 @@ def read_lines(path):
         raise BadInput(f"{path}: no such file")
     except IsADirectoryError:
         raise BadInput(f"{path}: is a directory")
-    except (OSError, EOFError) as e:  # permissions, a truncated or corrupt gzip stream
+    except (OSError, EOFError, zlib.error) as e:  # permissions, a truncated or corrupt gzip stream
         raise BadInput(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}")
     try:
         text = raw.decode("utf-8")
