@@ -54,6 +54,18 @@ refused "a non-empty output directory" "full: output directory exists and holds 
   "${EXPORT[@]}" --checkpoint run/last.pt --output full
 refused "--force on a directory it did not write" "--force replaces only a directory export_ctranslate2 wrote" \
   "${EXPORT[@]}" --checkpoint run/last.pt --output full --force
+cp run/last.pt sum.pt && printf '\xff\xfe' > sum.pt.sha256
+refused "a checksum file that is not text" "sum.pt.sha256: not a readable checksum file" \
+  "${EXPORT[@]}" --checkpoint sum.pt --output out --config c.yaml
+cp -r shards shards_bad
+"$python" - <<'PY' || fail "editing the manifest"
+import json
+m = json.load(open("shards_bad/manifest.json"))
+m["special_ids"]["bos"] = 99999
+json.dump(m, open("shards_bad/manifest.json", "w"))
+PY
+refused "a manifest's special id beyond the vocabulary" "special_ids bos = 99999 not below vocab_size 40" \
+  "${EXPORT[@]}" --checkpoint run/last.pt --output out --shard-dir shards_bad
 [ ! -e out ] && [ "$(ls -A full)" = keep ] || fail "a refused export wrote something"
 
 "${EXPORT[@]}" --checkpoint run/last.pt --output ct2 --config c.yaml > export.log 2>&1 || { cat export.log; fail export; }

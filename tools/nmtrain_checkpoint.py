@@ -53,8 +53,12 @@ def _check_sidecar(path):
     sidecar = path + ".sha256"
     if not os.path.exists(sidecar):
         return
-    with open(sidecar, encoding="utf-8") as f:
-        want = f.read().split()[:1]
+    try:
+        with open(sidecar, encoding="utf-8") as f:
+            want = f.read().split()[:1]
+    except (OSError, UnicodeDecodeError) as e:
+        raise BadInput(f"{sidecar}: not a readable checksum file ({type(e).__name__}); remove it or restore it "
+                       f"beside {path}") from None
     if [sha256_file(path)] != want:
         raise BadInput(f"{path}: checksum differs from {sidecar} (corrupt or truncated checkpoint)")
 

@@ -46,6 +46,9 @@ def load(shard_dir, ckpt):
         if data.get(key, theirs) != theirs:
             raise BadInput(f"{ckpt.path}: config key 'data.{key}' = '{data.get(key)}' but {manifest_path} "
                            f"records '{theirs}': the shards were made for {src_lang}->{tgt_lang}")
+    bad = [f"{k} = {v}" for k, v in special.items() if not 0 <= v < size]
+    if bad:
+        raise BadInput(f"{manifest_path}: special_ids {', '.join(bad)} not below vocab_size {size}")
     sp = sentencepiece.SentencePieceProcessor(model_file=spm_path)
     pieces = [sp.id_to_piece(i) for i in range(sp.get_piece_size())]
     if len(pieces) != size or size != ckpt.model.vocab_size:
