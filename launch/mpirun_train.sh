@@ -9,6 +9,8 @@ dry=0
 [ "${1:-}" = "--dry-run" ] && { dry=1; shift; }
 [ $# -ge 2 ] || { echo "usage: $0 [--dry-run] NP CONFIG [key=value ...]" >&2; exit 2; }
 np=$1 config=$2; shift 2
+[[ $np =~ ^[1-9][0-9]*$ ]] || { echo "$0: NP must be a positive integer, got '$np'" >&2; exit 2; }
+[ -f "$config" ] && [ -r "$config" ] || { echo "$0: CONFIG '$config' is not a readable file" >&2; exit 2; }
 train=${NMTRAIN_BUILD:-$root/build}/trainer/train
 cmd=(mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$np" "$train" --config "$config" "$@")
 if [ $dry -eq 1 ]; then printf '%q ' "${cmd[@]}"; echo; exit 0; fi

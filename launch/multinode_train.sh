@@ -26,6 +26,7 @@ done
 hostfile=$2 np=$3 config=$4; shift 4
 [ -f "$hostfile" ] || { echo "$0: hostfile $hostfile does not exist" >&2; exit 2; }
 [[ $np =~ ^[1-9][0-9]*$ ]] || { echo "$0: NP must be a positive integer, got '$np'" >&2; exit 2; }
+[ -f "$config" ] && [ -r "$config" ] || { echo "$0: CONFIG '$config' is not a readable file" >&2; exit 2; }
 train=${NMTRAIN_BUILD:-$root/build}/trainer/train
 cmd=(mpirun --hostfile "$hostfile" -np "$np" --map-by slot --bind-to none
      --mca oob_tcp_keepalive_time 10 --mca oob_tcp_keepalive_intvl 5 --mca oob_tcp_keepalive_probes 3)

@@ -59,6 +59,11 @@ if [ -n "$why" ]; then
   echo "supervise: error: cannot start '${cmd[0]}': $why; nothing started, not restarting" >&2
   exit 2
 fi
+# The log must be a file we can append to: a job that runs for hours with no log is a loss.
+if [ -n "$log" ] && { [ -d "$log" ] || ! : >> "$log"; } 2> /dev/null; then
+  echo "supervise: error: --log $log: cannot append to it ($([ -d "$log" ] && echo "a directory" || echo "no such directory or no permission")); nothing started" >&2
+  exit 2
+fi
 [ -n "$log" ] || log=$(mktemp "${TMPDIR:-/tmp}/supervise.XXXXXX.log")
 say() { echo "supervise: $*" >&2; echo "supervise: $*" >> "$log"; }
 

@@ -247,6 +247,11 @@ supervised "supervise: a name not on PATH" 2 0 "cannot start 'no-such-program': 
 supervised "supervise: a file without execute permission" 2 0 \
   "cannot start './notexec.sh': not executable (no execute permission)" ./notexec.sh
 supervised "supervise: a directory" 2 0 "cannot start 'run/': is a directory, not a program" run/ --config c.yaml
+refused "supervise: --log in a missing directory" "supervise: error: --log nodir/x.log: cannot append to it" \
+  bash "$SUP" --log nodir/x.log -- "$TRAIN" --config c.yaml
+refused "supervise: --log a directory" "supervise: error: --log run: cannot append to it (a directory)" \
+  bash "$SUP" --log run -- "$TRAIN" --config c.yaml
+grep -q "attempt" err.txt && fail "supervise with a bad --log started the job"
 supervised "supervise: a missing #! interpreter (the shell's 127)" 127 1 \
   "exit 127 after" ./badinterp.sh
 grep -q "a program it runs was not found (the shell's exit 127), not restarting: ./badinterp.sh" err.txt || { cat err.txt; fail "127: reason"; }

@@ -3,16 +3,28 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 fail() { echo "FAIL: $*"; exit 1; }
-out=$(bash "$root/launch/mpirun_train.sh" --dry-run 4 configs/x.yaml train.max_updates=5)
-[[ $out == "mpirun --allow-run-as-root --oversubscribe --bind-to none -np 4 "*"/trainer/train --config configs/x.yaml train.max_updates=5 " ]] || fail "mpirun: $out"
-out=$(bash "$root/launch/multinode_train.sh" --dry-run --hostfile "$root/launch/hostfile.example" 16 configs/x.yaml)
-[[ $out == "mpirun --hostfile "*"hostfile.example -np 16 --map-by slot"*"--config configs/x.yaml " ]] || fail "multinode: $out"
+cd "$root"  # the configs below by their paths in the checkout
+out=$(bash launch/mpirun_train.sh --dry-run 4 configs/debug.yaml train.max_updates=5)
+[[ $out == "mpirun --allow-run-as-root --oversubscribe --bind-to none -np 4 "*"/trainer/train --config configs/debug.yaml train.max_updates=5 " ]] || fail "mpirun: $out"
+out=$(bash launch/multinode_train.sh --dry-run --hostfile launch/hostfile.example 16 configs/debug.yaml)
+[[ $out == "mpirun --hostfile launch/hostfile.example -np 16 --map-by slot"*"--config configs/debug.yaml " ]] || fail "multinode: $out"
+# NP and CONFIG are checked before mpirun runs (exit 2, one line naming them), dry run or not.
+for args in "abc configs/debug.yaml" "0 configs/debug.yaml" "2 /no/such.yaml" "2 configs"; do
+  for launcher in "launch/mpirun_train.sh" "launch/multinode_train.sh --hostfile launch/hostfile.example"; do
+    rc=0
+    # shellcheck disable=SC2086 # the launcher's words and NP CONFIG as separate arguments
+    out=$(bash $launcher $args 2>&1) || rc=$?
+    want="NP must be a positive integer, got '${args%% *}'"
+    [[ $args == 2* ]] && want="CONFIG '${args#2 }' is not a readable file"
+    [ $rc = 2 ] && [[ $out == *": $want" ]] && [ "$(grep -c . <<< "$out")" = 1 ] || fail "$launcher $args: exit $rc: $out"
+  done
+done
 out=$(DRY_RUN=1 SLURM_CPUS_PER_TASK=8 bash "$root/launch/slurm_train.sbatch" configs/x.yaml a.b=1)
 [[ $out == "srun --mpi=pmix --kill-on-bad-exit=1 "*"--config configs/x.yaml train.threads=8 a.b=1 --resume auto " ]] || fail "slurm: $out"
-if bash "$root/launch/multinode_train.sh" --dry-run --hostfile /no/such/file 2 c.yaml 2> /dev/null; then fail "missing hostfile accepted"; fi
-out=$(bash "$root/launch/multinode_train.sh" --dry-run --iface eth1 --hostfile "$root/launch/hostfile.example" 4 c.yaml)
+if bash "$root/launch/multinode_train.sh" --dry-run --hostfile /no/such/file 2 configs/debug.yaml 2> /dev/null; then fail "missing hostfile accepted"; fi
+out=$(bash "$root/launch/multinode_train.sh" --dry-run --iface eth1 --hostfile launch/hostfile.example 4 configs/debug.yaml)
 [[ $out == *"--mca btl_tcp_if_include eth1 --mca oob_tcp_if_include eth1 -x NCCL_SOCKET_IFNAME=eth1 "* ]] || fail "multinode --iface: $out"
-out=$(bash "$root/launch/multinode_train.sh" --dry-run --iface 10.1.0.0/16 --hostfile "$root/launch/hostfile.example" 4 c.yaml)
+out=$(bash "$root/launch/multinode_train.sh" --dry-run --iface 10.1.0.0/16 --hostfile launch/hostfile.example 4 configs/debug.yaml)
 [[ $out == *"--mca oob_tcp_if_include 10.1.0.0/16 -x LD_LIBRARY_PATH"* ]] || fail "multinode --iface CIDR: $out"
 if bash "$root/launch/supervise.sh" --max-restarts x -- true 2> /dev/null; then fail "supervise: bad --max-restarts accepted"; fi
 bash "$root/launch/supervise.sh" --max-restarts 0 --backoff 0 -- true 2> /dev/null || fail "supervise: a job that succeeds"
