@@ -83,8 +83,15 @@ with tempfile.TemporaryDirectory() as tmp:
     (tmp / "text.json").write_text("not json at all")
     (tmp / "list.json").write_text("[1, 2]")
     (tmp / "nots.json").write_text(json.dumps({"traceEvents": [{"ph": "X", "name": "x", "dur": 1}]}))
+    (tmp / "negdur.json").write_text(json.dumps({"traceEvents": [{"ph": "X", "name": "x", "ts": 0, "dur": -5}]}))
+    (tmp / "nants.json").write_text('{"traceEvents": [{"ph": "X", "name": "x", "ts": NaN, "dur": 1}]}')
+    (tmp / "empty.json").write_text(json.dumps({"traceEvents": [{"ph": "M", "name": "process_name"}]}))
+    (tmp / "deep.json").write_text("[" * 100000 + "]" * 100000)
     for name, needle in [("missing.json", "cannot read"), ("text.json", "not JSON"),
-                         ("list.json", "not a Chrome trace"), ("nots.json", "traceEvents[0]")]:
+                         ("list.json", "not a Chrome trace"), ("nots.json", "traceEvents[0]"),
+                         ("negdur.json", "traceEvents[0]: ts must be finite and dur finite and >= 0"),
+                         ("nants.json", "traceEvents[0]: ts must be finite"),
+                         ("empty.json", "no complete events"), ("deep.json", "not JSON")]:
         r = run(tmp / name)
         lines = r.stderr.strip().splitlines()
         check(f"{name}: exit 2, one line naming the file and '{needle}'",

@@ -19,6 +19,7 @@ Exit 2, one message naming the file, when TRACE is missing or is not such a trac
 import argparse
 import collections
 import json
+import math
 import sys
 
 
@@ -32,8 +33,8 @@ def load_events(path):
             trace = json.load(f)
     except OSError as e:
         raise TraceError(f"{path}: cannot read: {e.strerror}")
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise TraceError(f"{path}: not JSON ({e})")
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
+        raise TraceError(f"{path}: not JSON ({type(e).__name__}: {str(e)[:80]})")
     if not isinstance(trace, dict) or not isinstance(trace.get("traceEvents"), list):
         raise TraceError(f"{path}: not a Chrome trace (no traceEvents list)")
     events = []
@@ -41,10 +42,15 @@ def load_events(path):
         if not isinstance(e, dict) or e.get("ph") != "X":
             continue  # metadata, flow arrows, instants
         try:
-            events.append((str(e.get("cat", "")), str(e["name"]), float(e["ts"]), float(e.get("dur", 0.0)),
-                           (e.get("pid"), e.get("tid"))))
+            ts, dur = float(e["ts"]), float(e.get("dur", 0.0))
+            events.append((str(e.get("cat", "")), str(e["name"]), ts, dur, (e.get("pid"), e.get("tid"))))
         except (KeyError, TypeError, ValueError):
             raise TraceError(f"{path}: traceEvents[{i}]: a complete event ('ph': 'X') needs name, ts and dur")
+        if not (math.isfinite(ts) and math.isfinite(dur) and dur >= 0):
+            raise TraceError(f"{path}: traceEvents[{i}]: ts must be finite and dur finite and >= 0, "
+                             f"got ts {e['ts']}, dur {e.get('dur', 0.0)}")
+    if not events:
+        raise TraceError(f"{path}: no complete events ('ph': 'X') in traceEvents: nothing was profiled")
     return events
 
 
