@@ -349,7 +349,9 @@ void set_field(Config& cfg, const std::string& key, const YAML::Node& value, con
   try {
     f->set(cfg, value);
   } catch (const YAML::Exception&) {
-    throw ConfigError(fmt::format("config key '{}' = {} ({}): expected a {}", key, scalar_or_shape(value), origin, f->type));
+    const char* article = std::string("aeiou").find(f->type[0]) != std::string::npos ? "an" : "a";
+    throw ConfigError(
+        fmt::format("config key '{}' = {} ({}): expected {} {}", key, scalar_or_shape(value), origin, article, f->type));
   } catch (const UnknownChoice& e) {
     throw ConfigError(fmt::format("config key '{}' = {} ({}): must be one of: {}", key, scalar_or_shape(value), origin,
                                   e.allowed));

@@ -43,11 +43,12 @@ TEST(Config, UnknownSectionIsRefused) {
 TEST(Config, WrongTypeNamesKeyValueFileAndLine) {
   EXPECT_THROW_WITH(load_config_text("model:\n  d_model: abc\n", "x.yaml"), ConfigError, "model.d_model", "'abc'",
                     "x.yaml:2", "integer");
-  EXPECT_THROW_WITH(load_config_text("model:\n  d_model: 2.5\n", "x.yaml"), ConfigError, "'2.5'", "integer");
+  EXPECT_THROW_WITH(load_config_text("model:\n  d_model: 2.5\n", "x.yaml"), ConfigError, "'2.5'",
+                    "expected an integer");
   EXPECT_THROW_WITH(load_config_text("model:\n  pre_norm: maybe\n", "x.yaml"), ConfigError, "model.pre_norm",
-                    "boolean");
+                    "expected a boolean");
   EXPECT_THROW_WITH(load_config_text("model:\n  dropout: [1, 2]\n", "x.yaml"), ConfigError, "model.dropout", "a list",
-                    "number");
+                    "expected a number");
 }
 
 TEST(Config, OutOfRangeNamesKeyValueFileAndLine) {
