@@ -30,15 +30,21 @@ if [ -e "$out.tar.gz" ] && [ ! -f "$out/env.sh" ] \
   exit 2
 fi
 # NMTRAIN_BUILD set: pack that build as it is (the tests do); else build this checkout first.
-if [ -z "${NMTRAIN_BUILD:-}" ]; then
+given_build=${NMTRAIN_BUILD:-}
+if [ -z "$given_build" ]; then
   exports=$(bash "$root/launch/build.sh") || { echo "bundle.sh: launch/build.sh failed" >&2; exit 1; }
   eval "$exports"
+elif [ ! -d "$given_build" ]; then
+  echo "bundle.sh: NMTRAIN_BUILD=$given_build is not a directory (unset it to build this checkout)" >&2; exit 2
 fi
 build=$NMTRAIN_BUILD
 # shellcheck source=versions.env
 source "$root/launch/versions.env"
 executables=(trainer/train trainer/average eval/evaluate eval/translate data/preprocess tests/nmt_tests bench/gemm)
 for e in "${executables[@]}"; do
+  if [ ! -x "$build/$e" ] && [ -n "$given_build" ]; then
+    echo "bundle.sh: NMTRAIN_BUILD=$build has no $e: not a complete build tree" >&2; exit 2
+  fi
   [ -x "$build/$e" ] || { echo "bundle.sh: $build/$e is missing: the build did not make it" >&2; exit 1; }
 done
 ompi_path() { ompi_info --path "$1" --parsable | awk -F: '{print $NF}'; }

@@ -12,7 +12,8 @@ logs= one=
 while [ $# -gt 0 ]; do
   case $1 in
     --one) one=$2; shift 2 ;;  # internal: run one check in $GPU_CHECK_WORK (see check below)
-    --logs) logs=${2:?gpu_check.sh: --logs needs a directory}; shift 2 ;;
+    --logs) [ -n "${2:-}" ] || { echo "gpu_check.sh: --logs needs a directory" >&2; exit 2; }
+            logs=$2; shift 2 ;;
     *) echo "gpu_check.sh: unknown argument '$1' (usage: gpu_check.sh [--logs DIR])" >&2; exit 2 ;;
   esac
 done

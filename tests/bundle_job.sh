@@ -49,6 +49,11 @@ echo precious > "$tmp/other.tar.gz"
 out=$(bash "$root/launch/bundle.sh" "$tmp/other" 2>&1) && fail "bundle.sh replaced an archive that is not a bundle's"
 [[ $out == "bundle.sh: $tmp/other.tar.gz exists and is not a bundle's archive"* ]] || fail "bundle.sh archive refusal: $out"
 [ "$(cat "$tmp/other.tar.gz")" = precious ] && [ ! -e "$tmp/other" ] || fail "bundle.sh touched what it refused"
+# A given NMTRAIN_BUILD that is not a build tree: refused, exit 2, nothing written.
+for b in /no/such/build "$tmp/precious"; do
+  out=$(NMTRAIN_BUILD=$b bash "$root/launch/bundle.sh" "$tmp/fromb" 2>&1); rc=$?
+  [ $rc = 2 ] && [[ $out == "bundle.sh: NMTRAIN_BUILD=$b "* ]] && [ ! -e "$tmp/fromb" ] || fail "NMTRAIN_BUILD=$b: exit $rc: $out"
+done
 # An earlier bundle's archive alone (its directory removed) is replaced.
 mkdir "$tmp/re" && tar -C "$tmp/re" -xzf "$tmp/bundle.tar.gz" \
   && mv "$tmp/re/bundle" "$tmp/re/again" && tar -C "$tmp/re" -czf "$tmp/again.tar.gz" again && rm -rf "$tmp/re"
