@@ -31,6 +31,7 @@ done
 if [ ${#seeds[@]} -gt 0 ] && [ "$(printf '%s\n' "${seeds[@]}" | sort -u | wc -l)" != "${#seeds[@]}" ]; then
   echo "quickstart.sh: error: SEEDS '${SEEDS}': a seed is given twice (members must differ)" >&2; exit 2
 fi
+[ -d "$raw" ] || { echo "quickstart.sh: error: raw data directory '$raw' does not exist (give Multi30k's as the first argument)" >&2; exit 2; }
 name=$(basename "$config" .yaml)
 run=${RUN_DIR:-$root/runs/$name}
 eval "$(bash "$root/launch/build.sh")"

@@ -44,6 +44,11 @@ out=$(CONFIG=/no/such/recipe.yaml RUN_DIR=/no/such/run bash "$root/launch/quicks
 [ $rc = 2 ] || fail "quickstart: bad CONFIG exit $rc (expected 2)"
 [[ $out == "quickstart.sh: error: CONFIG '/no/such/recipe.yaml' is not a file" ]] || fail "quickstart CONFIG: $out"
 [ ! -e /no/such/run ] || fail "quickstart: bad CONFIG created its run directory"
+# ... and a raw data directory that does not exist.
+rc=0
+out=$(RUN_DIR=/no/such/run bash "$root/launch/quickstart.sh" /no/such/raw 2>&1) || rc=$?
+[ $rc = 2 ] && [[ $out == "quickstart.sh: error: raw data directory '/no/such/raw' does not exist"* ]] || fail "quickstart raw: exit $rc: $out"
+[ ! -e /no/such/run ] || fail "quickstart: a missing raw directory created its run directory"
 # SEEDS must be distinct non-negative integers, refused before installing or building anything.
 for seeds in "1 x" "3 3" "-1"; do
   rc=0
