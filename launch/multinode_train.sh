@@ -24,7 +24,7 @@ while [ $# -gt 0 ]; do
 done
 [ "${1:-}" = "--hostfile" ] && [ $# -ge 4 ] || usage
 hostfile=$2 np=$3 config=$4; shift 4
-[ -f "$hostfile" ] || { echo "$0: hostfile $hostfile does not exist" >&2; exit 2; }
+[ -f "$hostfile" ] || { echo "$0: hostfile $hostfile $([ -d "$hostfile" ] && echo "is a directory, not a file" || echo "does not exist")" >&2; exit 2; }
 [[ $np =~ ^[1-9][0-9]*$ ]] || { echo "$0: NP must be a positive integer, got '$np'" >&2; exit 2; }
 [ -f "$config" ] && [ -r "$config" ] || { echo "$0: CONFIG '$config' is not a readable file" >&2; exit 2; }
 train=${NMTRAIN_BUILD:-$root/build}/trainer/train

@@ -56,7 +56,8 @@ def directive_config(sweep, args, line):
     if len(args) != 1:
         raise SweepError(f"{where}: 'config' takes one path, got {len(args)} words")
     if not os.path.isfile(args[0]):
-        raise SweepError(f"{where}: config file '{args[0]}' does not exist")
+        what = "is a directory, not a file" if os.path.isdir(args[0]) else "does not exist"
+        raise SweepError(f"{where}: config file '{args[0]}' {what}")
     sweep.config = args[0]
 
 
