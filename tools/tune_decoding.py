@@ -29,7 +29,8 @@ import sys
 
 from sweeplib.bleu import find_scorer_python
 from sweeplib.context import Context, check_programs, resolve_points
-from sweeplib.decoding import check_members_agree, check_point_can, parse_checkpoints, parse_numbers, tune
+from sweeplib.decoding import (check_members_agree, check_point_can, parse_checkpoints, parse_numbers,
+                               read_kept_scores, scores_path, tune)
 from sweeplib.errors import EXIT_BAD_INPUT, EXIT_FAILED, Interrupted, PointFailed, SweepError
 from sweeplib import runner
 from sweeplib.files import tail
@@ -88,6 +89,7 @@ def main(argv=None):
         check_members_agree(ctx, points)
         for point in points:
             check_point_can(ctx, point, checkpoints)
+        read_kept_scores(scores_path(ctx, points))  # an unreadable one refused before anything runs
         ctx.scorer_python = find_scorer_python()
     except SweepError as e:
         return fail(EXIT_BAD_INPUT, str(e))

@@ -72,6 +72,21 @@ def ensemble_name(points):
     return "+".join(p.name for p in points)
 
 
+def scores_path(ctx, points):
+    """Where the scores of a point's (or an ensemble's) settings are kept."""
+    base = os.path.join(ctx.out, ensemble_name(points)) if len(points) > 1 else ctx.point_dir(points[0])
+    return os.path.join(base, "decoding", SCORES)
+
+
+def read_kept_scores(path):
+    """scores.json as kept by an earlier run ({} when none); SweepError when it is not ours."""
+    kept = read_json(path) or {}
+    if not isinstance(kept.get("scores", {}), dict):
+        raise SweepError(f"{path}: unreadable (field 'scores' is not a JSON object); remove it to score these "
+                         f"settings again")
+    return kept
+
+
 def check_members_agree(ctx, points):
     """An ensemble decodes under its first member's config (evaluate builds every member's model
     from it), so the members must share every model.* and data.* setting; they may differ in
@@ -91,15 +106,11 @@ class Tuner:
         self.ctx, self.points, self.point = ctx, points, points[0]  # evaluate runs under the first's config
         self.name = ensemble_name(points)
         self.ensemble = len(points) > 1
-        base = os.path.join(ctx.out, self.name) if self.ensemble else ctx.point_dir(self.point)
-        self.dir = os.path.join(base, "decoding")
+        self.dir = os.path.dirname(scores_path(ctx, points))
         os.makedirs(self.dir, exist_ok=True)
         # Scores belong to the points' checkpoints as finished: a point trained again starts anew.
         finished = "+".join(read_json(ctx.path(point, RESULT))["finished"] for point in points)
-        kept = read_json(os.path.join(self.dir, SCORES)) or {}
-        if not isinstance(kept.get("scores", {}), dict):
-            raise SweepError(f"{os.path.join(self.dir, SCORES)}: unreadable (field 'scores' is not a JSON object); "
-                             f"remove it to score these settings again")
+        kept = read_kept_scores(os.path.join(self.dir, SCORES))
         self.scores = kept.get("scores", {}) if kept.get("finished") == finished else {}
         if kept.get("finished") != finished:  # averages of earlier checkpoints go with their scores
             for path in glob.glob(os.path.join(self.dir, "*.pt")):
