@@ -34,6 +34,7 @@ def check(cond, what):
 
 
 def load_tool():
+    sys.path.insert(0, str(TOOL.parent))  # as when run as a script: its sibling modules (nmtrain_cli)
     spec = importlib.util.spec_from_file_location("score_lc_tok", TOOL)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

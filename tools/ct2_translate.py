@@ -28,6 +28,7 @@ import zlib
 from collections import defaultdict
 
 from nmtrain_checkpoint import BadInput
+from nmtrain_cli import run_cli
 
 PROG = "ct2_translate"
 SETTINGS_FILE = "nmtrain.json"
@@ -190,18 +191,7 @@ def main():
                         help="intra_threads (default 1; 0 = CTranslate2's default; above 1 on a busy "
                              "machine, also set OMP_WAIT_POLICY=PASSIVE)")
     args = parser.parse_args()  # usage errors: argparse's message, exit 2
-    try:
-        run(args)
-    except BadInput as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
-    except Exception as e:  # a fault, not bad input: one line still
-        print(f"{PROG}: error: {type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}",
-              file=sys.stderr)
-        return 1
-    return 0
+    return run_cli(PROG, run, args, BadInput)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ import sys
 import yaml
 
 from nmtrain_checkpoint import BadInput
+from nmtrain_cli import run_cli
 import nmtrain_checkpoint
 import nmtrain_vocab
 from nmtrain_dirs import nmtrain_content
@@ -173,18 +174,7 @@ def main():
     parser.add_argument("--force", action="store_true",
                         help="replace an earlier export in --output (never a directory this tool did not write)")
     args = parser.parse_args()  # usage errors: argparse's message, exit 2
-    try:
-        export(args)
-    except BadInput as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
-    except Exception as e:  # a fault, not bad input: one line still
-        print(f"{PROG}: error: {type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}",
-              file=sys.stderr)
-        return 1
-    return 0
+    return run_cli(PROG, export, args, BadInput)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,8 @@ import gzip
 import sys
 import zlib
 
+from nmtrain_cli import run_cli
+
 PROG = "score_lc_tok.py"
 # tokenizer.perl escapes by default (& ' " < > | [ ] -> &amp; &apos; &quot; ...) and the
 # Multi30k references papers score against (data/task1/tok/*.lc.norm.tok.*) were made that
@@ -151,18 +153,7 @@ def main():
     parser.add_argument("--ref", required=True, help="references, parallel to --hyp, detokenized (.gz too)")
     parser.add_argument("--lang", default="en", help="target language code for the Moses rules (default: en)")
     args = parser.parse_args()  # usage errors: argparse's message, exit 2
-    try:
-        score(args)
-    except BadInput as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
-    except Exception as e:  # a fault, not bad input (sacremoses missing: run launch/setup.sh): one line still
-        print(f"{PROG}: error: {type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}",
-              file=sys.stderr)
-        return 1
-    return 0
+    return run_cli(PROG, score, args, BadInput)
 
 
 if __name__ == "__main__":
