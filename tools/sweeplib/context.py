@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from .errors import SweepError
@@ -86,11 +87,18 @@ def parse_printed_config(text):
 
 def resolve_points(ctx):
     """Every point's resolved config, by train itself: a bad key or value is refused before
-    anything runs, and the sweep learns the budget, raw_dir and languages train will use."""
+    anything runs, and the sweep learns the budget, raw_dir and languages train will use.
+    The train processes run a few at a time (each is mostly LibTorch's start-up, ~1.5 s); the
+    first bad point in file order is the one named."""
     train = ctx.binary("trainer", "train")
-    for point in ctx.sweep.points:
+
+    def print_config(point):
         cmd = ctx.base_command(train, point) + ["--print-config"]
-        proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+        return subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+
+    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+        printed = list(pool.map(print_config, ctx.sweep.points))
+    for point, proc in zip(ctx.sweep.points, printed):
         if proc.returncode != 0:
             lines = [l for l in proc.stderr.splitlines() if l.strip()] or [f"exit {proc.returncode}"]
             raise SweepError(f"{ctx.sweep.where(point.line)}: point '{point.name}': {lines[-1]}")
