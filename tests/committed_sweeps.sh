@@ -37,3 +37,13 @@ grep -q "planted.sweep:$line: point 'planted'.*model.d_modle" planted.out ||
   { cat planted.out; fail "planted bad point: no FILE:LINE and key in the message"; }
 [ -e "$tmp/planted" ] && fail "a refused sweep wrote $tmp/planted"
 echo "ok: a misspelled key in a point is refused at planted.sweep:$line"
+
+# Two bad points: the points' configs resolve a few at a time, and the one named is still the
+# first in file order (line 13, before the good ones), not whichever train exits first.
+{ head -n 12 planted.sweep; echo "point first_bad model.d_modle=3 train.max_updates=10"; tail -n +13 planted.sweep; } > twice.sweep
+"${SWEEP[@]}" twice.sweep --dry-run --out "$tmp/twice" > twice.out 2>&1
+rc=$?
+[ "$rc" -eq 2 ] || { cat twice.out; fail "two bad points: exit $rc, expected 2"; }
+grep -q "twice.sweep:13: point 'first_bad'" twice.out ||
+  { cat twice.out; fail "two bad points: the first in file order (twice.sweep:13) is not the one named"; }
+echo "ok: of two bad points the first in file order is named (twice.sweep:13)"
