@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # tools/tune_decoding.py on a finished toy sweep point: every row of its grid is checked against
 # sacreBLEU run here on the row's hypotheses and against `evaluate` run by hand on an average
-# made by hand; the bold row is the grid's highest BLEU; a rerun scores nothing again; and bad
-# input is refused (exit 2, one line, nothing written).
+# made by hand; the bold row is the grid's highest BLEU; an ensemble decodes as evaluate does by
+# hand; candidates' means are their columns' mean; a rerun scores nothing again; and bad input
+# is refused (exit 2, one line, nothing written).
 #   tune_decoding_jobs.sh BUILD_DIR PYTHON
 set -uo pipefail
 build=$(cd "$1" && pwd) python=$2
@@ -44,6 +45,8 @@ EOF2
 expect_refusal "an unknown point" "no point 'zz' (points: a, a2)" s.sweep zz --out sw
 expect_refusal "an unknown member" "no point 'zz' (points: a, a2)" s.sweep a+zz --out sw
 expect_refusal "a member named twice" "a+a2+a: point 'a' is named twice" s.sweep a+a2+a --out sw
+expect_refusal "a candidate named twice" "a,a2,a: candidate 'a' is named twice" s.sweep a,a2,a --out sw
+expect_refusal "an unknown candidate" "no point 'zz' (points: a, a2)" s.sweep a,zz --out sw
 expect_refusal "--checkpoints last1" "--checkpoints: 'last1' is none of" s.sweep a --out sw --checkpoints last1
 expect_refusal "--checkpoints bogus" "--checkpoints: 'bogus' is none of" s.sweep a --out sw --checkpoints last2,bogus
 expect_refusal "--beams 0" "--beams: '0' is not a int >= 1" s.sweep a --out sw --beams 0
@@ -106,6 +109,27 @@ cmp -s e.hyp sw/a/decoding/last2_b3_lp1.hyp && fail "the ensemble decodes as a a
 score=$(head -1 e.out | awk '{print $3}')
 grep -q "^| \**last2\** | \**3\** | \**1\** | \**$score\**" ens.md || { cat ens.md e.out; fail "by-hand ensemble BLEU $score not in the row"; }
 echo "ok: the ensemble a+a2 (last2, beam 3, lenpen 1) equals average + evaluate with both members by hand (BLEU $score)"
+
+# Candidates a,a2 (two seeds): each tuned alone on one grid, one table of their BLEU and the mean.
+"${TUNE[@]}" s.sweep a,a2 --out sw --checkpoints last2 --beams 1,3 --lenpens 1.0 > means.md 2> means.log ||
+  { cat means.log; fail "tune_decoding of the candidates a,a2"; }
+"$python" - <<'PY' || { cat means.md; fail "the candidates' table against sacreBLEU and their mean"; }
+import re, sacrebleu
+ref = open("raw/val.en").read().splitlines()
+rows = [[c.strip().strip("*") for c in l.strip("|\n").split("|")] for l in open("means.md") if re.match(r"\| \**last2", l)]
+assert len(rows) == 2, rows
+means = []
+for ck, beam, lp, a, a2, mean, _ in rows:
+    theirs = [sacrebleu.corpus_bleu(open(f"sw/{p}/decoding/{ck}_b{beam}_lp{float(lp):g}.hyp").read().splitlines(),
+                                    [ref]).score for p in ("a", "a2")]
+    assert [f"{t:.2f}" for t in theirs] == [a, a2], (theirs, a, a2)
+    # evaluate's scores carry 2 decimals, so the mean of those is within 0.01 of the exact one.
+    assert abs(float(mean) - sum(theirs) / 2) <= 0.01, (theirs, mean)
+    means.append(sum(theirs) / 2)
+bold = [l for l in open("means.md") if l.startswith("| **")]
+assert len(bold) == 1 and f"{max(means):.2f}" in bold[0], bold
+print(f"ok: a,a2: each column equals sacreBLEU on that point's hypotheses, the mean theirs; bold the highest mean ({max(means):.2f})")
+PY
 
 # A rerun scores nothing again and prints the same table.
 "${TUNE[@]}" s.sweep a --out sw --checkpoints last2,best2,best,last --beams 1,3 --lenpens 1.0,1.6 > table2.md 2> tune2.log ||

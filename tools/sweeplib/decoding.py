@@ -177,9 +177,10 @@ def markdown(rows, best):
     return "\n".join(lines) + "\n"
 
 
-def tune(ctx, points, checkpoints, beams, lenpens):
+def tune_rows(ctx, points, checkpoints, beams, lenpens):
     """Score the grid (checkpoints x beams x lenpens) on val, for one point or for the ensemble
-    of several (each setting's checkpoint taken from every member); write and return the table."""
+    of several (each setting's checkpoint taken from every member); write its table and return
+    (rows in grid order, table)."""
     tuner = Tuner(ctx, points)
     rows = [tuner.score(*setting) for setting in itertools.product(checkpoints, beams, lenpens)]
     best = best_row(rows)
@@ -187,4 +188,36 @@ def tune(ctx, points, checkpoints, beams, lenpens):
     write_atomic(os.path.join(tuner.dir, "table.md"), table)
     say(f"point {tuner.name}: best on val: {best['checkpoint']}, beam {best['beam']}, lenpen {best['lenpen']:g}: "
         f"{best['val_bleu_line']}")
-    return table
+    return rows, table
+
+
+def tune(ctx, points, checkpoints, beams, lenpens):
+    return tune_rows(ctx, points, checkpoints, beams, lenpens)[1]
+
+
+def mean(values):
+    return None if any(v is None for v in values) else sum(values) / len(values)
+
+
+def mean_table(names, rows_per_candidate):
+    """One row a setting: each candidate's val BLEU, then their mean BLEU and mean lc-tok; the
+    row with the highest mean BLEU in bold (ties: mean lc-tok, then grid order). This picks one
+    decoding for a recipe from several seeds, where one seed's best would partly be its noise."""
+    settings = list(zip(*rows_per_candidate))
+    means = [{"val_bleu": mean([r["val_bleu"] for r in s]), "val_lc_tok_bleu": mean([r["val_lc_tok_bleu"] for r in s])}
+             for s in settings]
+    best = best_row(means)
+    chosen = settings[means.index(best)][0]
+    lines = ["| checkpoint | beam | lenpen | " + " | ".join(names) + " | mean BLEU | mean lc-tok |",
+             "|---|---|---|" + "---|" * (len(names) + 2)]
+    for s, m in zip(settings, means):
+        first = s[0]
+        cells = [first["checkpoint"], str(first["beam"]), f"{first['lenpen']:g}"]
+        cells += [f"{r['val_bleu']:.2f}" for r in s]
+        cells += [f"{m['val_bleu']:.2f}", "" if m["val_lc_tok_bleu"] is None else f"{m['val_lc_tok_bleu']:.2f}"]
+        if m is best:
+            cells = [f"**{c}**" for c in cells]
+        lines.append("| " + " | ".join(cells) + " |")
+    say(f"candidates {', '.join(names)}: best on val on average: {chosen['checkpoint']}, beam {chosen['beam']}, "
+        f"lenpen {chosen['lenpen']:g}: mean BLEU {best['val_bleu']:.2f}")
+    return "\n".join(lines) + "\n"
