@@ -17,7 +17,8 @@
 # SEEDS="1 2 3" trains the recipe once per seed (train.seed=S, in RUN_DIR/seed<S>, each
 # averaged as above) and scores the ensemble of the members (evaluate with one --checkpoint
 # each: the mean of their probabilities), as fairseq's --path a:b:c or Marian's --models:
-#   SEEDS="1 2 3" CONFIG=configs/multi30k_en_de.yaml EXTRA="eval.beam=10" bash launch/quickstart.sh
+#   SEEDS="1 2 3" CONFIG=configs/multi30k_de_en.yaml EXTRA="eval.beam=10" bash launch/quickstart.sh
+# (the 3-hour De->En recipe; En->De's: EXTRA="eval.beam=5 eval.average_last=10", README.md).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 raw=${1:-$root/../shared/data/multi30k}
