@@ -2,6 +2,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "config/config_error.h"
+#include "config/config_loader.h"
 #include "runtime/memory_estimate.h"
 
 namespace nmt::checkpoint {
@@ -45,6 +46,26 @@ model::Transformer load_model_for_inference(const config::Config& cfg, const dat
   runtime::check_fits(model_cfg, cfg, device, /*training=*/false);
   model::Transformer model(model_cfg);
   load_model_weights(*model, ckpt.model, checkpoint_path);
+  model->to(device);
+  model->eval();
+  return model;
+}
+
+model::Transformer load_channel_model(const data::Manifest& manifest, const std::string& checkpoint_path,
+                                      const torch::Device& device) {
+  const std::string what = "eval.channel_checkpoint " + checkpoint_path;
+  Checkpoint ckpt = load_checkpoint(checkpoint_path);
+  check_vocabulary(ckpt, what, manifest);
+  const config::Config own = config::load_config_text(ckpt.config_yaml, checkpoint_path + " (its config)");
+  if (own.data.src_lang != manifest.tgt_lang || own.data.tgt_lang != manifest.src_lang)
+    throw CheckpointError(what + ": trained for " + own.data.src_lang + "->" + own.data.tgt_lang +
+                          ", but the channel of " + manifest.src_lang + "->" + manifest.tgt_lang +
+                          " decoding must translate " + manifest.tgt_lang + "->" + manifest.src_lang);
+  model::ModelConfig model_cfg = own.model;
+  model_cfg.vocab_size = manifest.vocab_size;
+  model_cfg.pad_id = manifest.special.pad;
+  model::Transformer model(model_cfg);
+  load_model_weights(*model, ckpt.model, what);
   model->to(device);
   model->eval();
   return model;

@@ -29,4 +29,10 @@ model::ModelConfig model_config_for(const config::Config& cfg, const data::Manif
 model::Transformer load_model_for_inference(const config::Config& cfg, const data::Manifest& manifest,
                                             const std::string& checkpoint_path, const torch::Device& device);
 
+// The reverse-direction model of noisy-channel reranking (eval.channel_checkpoint): built
+// with the shape recorded in the checkpoint's own config, so it may differ from the direct
+// model's; refused unless it was trained on the shards' vocabulary for tgt_lang -> src_lang.
+model::Transformer load_channel_model(const data::Manifest& manifest, const std::string& checkpoint_path,
+                                      const torch::Device& device);
+
 }  // namespace nmt::checkpoint

@@ -32,6 +32,19 @@ bool resolve_config(const ConfigArgs& args, config::Needs needs, config::Config*
   return true;
 }
 
+void add_channel_options(CLI::App& app, ChannelArgs& channel) {
+  app.add_option("--channel", channel.checkpoint,
+                 "rerank the beam's hypotheses with this reverse-direction (target->source) checkpoint "
+                 "(eval.channel_checkpoint)");
+  app.add_option("--channel-weight", channel.weight, "weight of log p(source|hypothesis) (eval.channel_weight)")
+      ->check(finite_range(0, 100));
+}
+
+void push_channel_overrides(const ChannelArgs& channel, std::vector<std::string>& overrides) {
+  if (!channel.checkpoint.empty()) overrides.push_back("eval.channel_checkpoint=" + channel.checkpoint);
+  if (channel.weight >= 0) overrides.push_back("eval.channel_weight=" + std::to_string(channel.weight));
+}
+
 CLI::Validator finite_range(double lo, double hi) {
   const std::string range = "[" + CLI::detail::to_string(lo) + ", " + CLI::detail::to_string(hi) + "]";
   return CLI::Validator(

@@ -26,6 +26,16 @@ bool resolve_config(const ConfigArgs& args, config::Needs needs, config::Config*
 // A flag value that must be a finite number in [lo, hi]: CLI::Range lets NaN through.
 CLI::Validator finite_range(double lo, double hi);
 
+// evaluate's and translate's --channel CKPT and --channel-weight W: shorthands for the keys
+// eval.channel_checkpoint and eval.channel_weight (noisy-channel reranking, eval/channel.h),
+// appended to the overrides after parsing.
+struct ChannelArgs {
+  std::string checkpoint;
+  double weight = -1;
+};
+void add_channel_options(CLI::App& app, ChannelArgs& channel);
+void push_channel_overrides(const ChannelArgs& channel, std::vector<std::string>& overrides);
+
 // An output file's path whose directory exists (checked before any work is done).
 CLI::Validator file_in_existing_directory();
 

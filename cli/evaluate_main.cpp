@@ -55,10 +55,13 @@ int main(int argc, char** argv) {
     app.add_option("--beam", beam, "beam size (default eval.beam; 1 = greedy)")->check(CLI::Range(1, 1000));
     app.add_option("--lenpen", lenpen, "length penalty (default eval.lenpen)")->check(nmt::cli::finite_range(0, 100));
     app.add_option("--output", req.output, "write the hypotheses here");
+    nmt::cli::ChannelArgs channel;
+    nmt::cli::add_channel_options(app, channel);
     app.add_flag("--verbose", verbose, "print the decoding set-up on stderr (device, threads, GEMM library, attention)");
     if (int rc = nmt::cli::parse_cli(app, argc, argv); rc >= 0) return rc;
     if (beam >= 0) args.overrides.push_back("eval.beam=" + std::to_string(beam));
     if (lenpen >= 0) args.overrides.push_back("eval.lenpen=" + std::to_string(lenpen));
+    nmt::cli::push_channel_overrides(channel, args.overrides);
     nmt::config::Config cfg;
     if (!nmt::cli::resolve_config(args, nmt::config::Needs::kShards, &cfg)) return 0;
     torch::set_num_threads(static_cast<int>(cfg.train.threads));

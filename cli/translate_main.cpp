@@ -32,10 +32,13 @@ int main(int argc, char** argv) {
     app.add_option("--nbest", nbest, "print the N best translations per sentence with their scores")
         ->check(CLI::Range(1, 1000));
     app.add_option("--input", input, "read sources from this file instead of stdin");
+    nmt::cli::ChannelArgs channel;
+    nmt::cli::add_channel_options(app, channel);
     app.add_flag("--verbose", verbose, "print the decoding set-up on stderr (device, threads, GEMM library, attention)");
     if (int rc = nmt::cli::parse_cli(app, argc, argv); rc >= 0) return rc;
     if (beam >= 0) args.overrides.push_back("eval.beam=" + std::to_string(beam));
     if (nbest >= 0) args.overrides.push_back("eval.nbest=" + std::to_string(nbest));
+    nmt::cli::push_channel_overrides(channel, args.overrides);
     nmt::config::Config cfg;
     if (!nmt::cli::resolve_config(args, nmt::config::Needs::kShards, &cfg)) return 0;
     torch::set_num_threads(static_cast<int>(cfg.train.threads));

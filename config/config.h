@@ -92,6 +92,10 @@ struct EvalConfig {
   int64_t max_tokens = 4096;      // source tokens per decoding batch
   int64_t nbest = 1;              // translate: hypotheses printed per sentence
   int64_t average_last = 5;       // launch/quickstart.sh scores the average of the last N update_*.pt
+  // Noisy-channel reranking (eval/channel.h): a model of the reverse direction (tgt -> src)
+  // rescores the beam's hypotheses by log p(y|x) + channel_weight * log p(x|y); "" = off.
+  std::string channel_checkpoint = "";
+  double channel_weight = 0.25;
 };
 
 struct DebugConfig {

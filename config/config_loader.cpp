@@ -296,6 +296,8 @@ std::vector<Field> eval_fields() {
       NMT_FIELD(eval, max_tokens, (Range{1, 1e9})),
       NMT_FIELD(eval, nbest, (Range{1, 1000})),
       NMT_FIELD(eval, average_last, (Range{1, 1000})),
+      NMT_FIELD(eval, channel_checkpoint, Any{}),
+      NMT_FIELD(eval, channel_weight, (Range{0, 100})),
   };
 }
 
@@ -500,6 +502,8 @@ void validate(const Config& cfg, Needs needs) {
   }
   if (!cfg.train.finetune_from.empty() && needs == Needs::kShards && !fs::is_regular_file(cfg.train.finetune_from))
     fail("train.finetune_from", cfg.train.finetune_from, "file does not exist");
+  if (!cfg.eval.channel_checkpoint.empty() && needs == Needs::kShards && !fs::is_regular_file(cfg.eval.channel_checkpoint))
+    fail("eval.channel_checkpoint", cfg.eval.channel_checkpoint, "file does not exist");
   if (needs == Needs::kShards) {
     if (!fs::is_regular_file(fs::path(cfg.data.shard_dir) / "manifest.json"))
       fail("data.shard_dir", cfg.data.shard_dir, "no manifest.json there (run preprocess first)");

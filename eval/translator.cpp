@@ -6,6 +6,7 @@
 #include "data/batch_planner.h"
 #include "data/data_error.h"
 #include "checkpoint/model_setup.h"
+#include "eval/channel.h"
 
 namespace nmt::eval {
 
@@ -14,6 +15,8 @@ Translator::Translator(const config::Config& cfg, const std::vector<std::string>
     : cfg_(cfg), manifest_(data::Manifest::load(cfg.data.shard_dir)), device_(device) {
   for (const auto& path : checkpoints)
     models_.push_back(checkpoint::load_model_for_inference(cfg, manifest_, path, device_));
+  if (!cfg.eval.channel_checkpoint.empty())  // evaluate and translate only: validation never reranks
+    channel_ = checkpoint::load_channel_model(manifest_, cfg.eval.channel_checkpoint, device_);
   init();
 }
 
@@ -34,6 +37,21 @@ void Translator::init() {
   options_.bos = manifest_.special.bos;
   options_.eos = manifest_.special.eos;
   options_.pad = manifest_.special.pad;
+}
+
+std::vector<std::vector<Hypothesis>> Translator::search_batch(Ensemble& models,
+                                                              const std::vector<std::vector<int32_t>>& seqs) {
+  const torch::Tensor src = data::pad_source(seqs, manifest_.special).to(device_);
+  if (!channel_) return search(models, src, options_);
+  SearchOptions all = options_;  // the channel reranks every hypothesis the beam ends with
+  all.nbest = all.beam;
+  auto hyps = search(models, src, all);
+  const auto channel = channel_log_probs(*channel_, seqs, hyps, manifest_.special, device_, cfg_.eval.max_tokens);
+  for (size_t i = 0; i < hyps.size(); ++i) {
+    rerank_with_channel(hyps[i], channel[i], cfg_.eval.channel_weight, options_.lenpen);
+    if (hyps[i].size() > static_cast<size_t>(options_.nbest)) hyps[i].resize(static_cast<size_t>(options_.nbest));
+  }
+  return hyps;
 }
 
 void truncate_source(std::vector<int32_t>& ids, int64_t max_positions) {
@@ -76,8 +94,7 @@ std::vector<std::vector<Translation>> Translator::translate_ids(const std::vecto
   for (const auto& batch : batches) {
     std::vector<std::vector<int32_t>> seqs;
     for (int64_t j : batch) seqs.push_back(sources[nonempty[j]]);
-    const torch::Tensor src = data::pad_source(seqs, manifest_.special).to(device_);
-    const auto hyps = search(models, src, options_);
+    const auto hyps = search_batch(models, seqs);
     for (size_t r = 0; r < batch.size(); ++r) {
       auto& dst = out[nonempty[batch[r]]];
       for (const auto& h : hyps[r]) dst.push_back({decode(h.tokens), h.normalized});

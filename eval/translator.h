@@ -27,9 +27,11 @@ class Translator {
  public:
   // Loads the shard directory's manifest and SentencePiece model and the checkpoints,
   // refusing one trained with another vocabulary or model shape. Several checkpoints
-  // decode as an ensemble (eval/ensemble.h), each of the config's model shape.
+  // decode as an ensemble (eval/ensemble.h), each of the config's model shape. With
+  // eval.channel_checkpoint, the beam's hypotheses are reranked by that reverse-direction
+  // model (eval/channel.h).
   Translator(const config::Config& cfg, const std::vector<std::string>& checkpoints, const torch::Device& device);
-  // Around a model already in memory (validation BLEU during training).
+  // Around a model already in memory (validation BLEU during training; no channel).
   Translator(const config::Config& cfg, model::Transformer model, const torch::Device& device);
 
   const data::Manifest& manifest() const { return manifest_; }
@@ -45,12 +47,15 @@ class Translator {
 
  private:
   void init();
+  // The search's hypotheses of a batch, reranked by the channel model when there is one.
+  std::vector<std::vector<Hypothesis>> search_batch(Ensemble& models, const std::vector<std::vector<int32_t>>& seqs);
 
   config::Config cfg_;
   data::Manifest manifest_;
   sentencepiece::SentencePieceProcessor spm_;
   torch::Device device_;
   std::vector<model::Transformer> models_;
+  model::Transformer channel_{nullptr};  // eval.channel_checkpoint's model, or none
   SearchOptions options_;
 };
 

@@ -68,6 +68,8 @@ TEST(Config, OutOfRangeNamesKeyValueFileAndLine) {
   EXPECT_THROW_WITH(validate(cfg, Needs::kNothing), ConfigError, "model.heads", "'8'", "x.yaml:3", "divide");
   cfg = load_config_text("eval:\n  average_last: 0\n", "x.yaml");
   EXPECT_THROW_WITH(validate(cfg, Needs::kNothing), ConfigError, "eval.average_last", "'0'", "x.yaml:2", ">= 1");
+  cfg = load_config_text("eval:\n  channel_weight: -0.5\n", "x.yaml");
+  EXPECT_THROW_WITH(validate(cfg, Needs::kNothing), ConfigError, "eval.channel_weight", "'-0.5'", "x.yaml:2", ">= 0");
   cfg = load_config_text("optim:\n  rdrop_alpha: -1\n", "x.yaml");
   EXPECT_THROW_WITH(validate(cfg, Needs::kNothing), ConfigError, "optim.rdrop_alpha", "'-1.0'", "x.yaml:2", ">= 0");
   cfg = load_config_text("model:\n  dropout: 0\noptim:\n  rdrop_alpha: 5\n", "x.yaml");
