@@ -6,6 +6,26 @@
 #include "runtime/memory_estimate.h"
 
 namespace nmt::checkpoint {
+namespace {
+
+// The model section plus what only the data knows (vocabulary size, pad id).
+model::ModelConfig with_vocabulary(model::ModelConfig m, const data::Manifest& manifest) {
+  m.vocab_size = manifest.vocab_size;
+  m.pad_id = manifest.special.pad;
+  return m;
+}
+
+// The model of `model_cfg` with the checkpoint's weights, on `device`, in eval mode.
+model::Transformer inference_model(const model::ModelConfig& model_cfg, const Checkpoint& ckpt, const std::string& what,
+                                   const torch::Device& device) {
+  model::Transformer model(model_cfg);
+  load_model_weights(*model, ckpt.model, what);
+  model->to(device);
+  model->eval();
+  return model;
+}
+
+}  // namespace
 
 void check_config_against_manifest(const config::Config& cfg, const data::Manifest& manifest) {
   // What the manifest records about how the shards were made must agree with the config
@@ -25,10 +45,7 @@ void check_config_against_manifest(const config::Config& cfg, const data::Manife
 
 model::ModelConfig model_config_for(const config::Config& cfg, const data::Manifest& manifest) {
   check_config_against_manifest(cfg, manifest);
-  model::ModelConfig m = cfg.model;
-  m.vocab_size = manifest.vocab_size;
-  m.pad_id = manifest.special.pad;
-  return m;
+  return with_vocabulary(cfg.model, manifest);
 }
 
 void check_vocabulary(const Checkpoint& ckpt, const std::string& what, const data::Manifest& manifest) {
@@ -44,11 +61,7 @@ model::Transformer load_model_for_inference(const config::Config& cfg, const dat
   check_vocabulary(ckpt, checkpoint_path, manifest);
   const model::ModelConfig model_cfg = model_config_for(cfg, manifest);
   runtime::check_fits(model_cfg, cfg, device, /*training=*/false);
-  model::Transformer model(model_cfg);
-  load_model_weights(*model, ckpt.model, checkpoint_path);
-  model->to(device);
-  model->eval();
-  return model;
+  return inference_model(model_cfg, ckpt, checkpoint_path, device);
 }
 
 model::Transformer load_channel_model(const data::Manifest& manifest, const std::string& checkpoint_path,
@@ -61,14 +74,7 @@ model::Transformer load_channel_model(const data::Manifest& manifest, const std:
     throw CheckpointError(what + ": trained for " + own.data.src_lang + "->" + own.data.tgt_lang +
                           ", but the channel of " + manifest.src_lang + "->" + manifest.tgt_lang +
                           " decoding must translate " + manifest.tgt_lang + "->" + manifest.src_lang);
-  model::ModelConfig model_cfg = own.model;
-  model_cfg.vocab_size = manifest.vocab_size;
-  model_cfg.pad_id = manifest.special.pad;
-  model::Transformer model(model_cfg);
-  load_model_weights(*model, ckpt.model, what);
-  model->to(device);
-  model->eval();
-  return model;
+  return inference_model(with_vocabulary(own.model, manifest), ckpt, what, device);
 }
 
 }  // namespace nmt::checkpoint

@@ -1,6 +1,7 @@
 #include "data/batch.h"
 
 #include <algorithm>
+#include <tuple>
 
 namespace nmt::data {
 
@@ -24,28 +25,34 @@ Batch make_batch(ShardedCorpus& corpus, const MicroBatch& micro_batch, const Spe
   if (micro_batch.empty()) return b;
   const int64_t n = static_cast<int64_t>(micro_batch.size());
   std::vector<std::vector<int32_t>> src(n), tgt(n);
-  size_t max_tgt = 0;
   for (int64_t r = 0; r < n; ++r) {
     corpus.read(micro_batch[r], &src[r], &tgt[r]);
-    max_tgt = std::max(max_tgt, tgt[r].size());
     b.src_tokens += static_cast<int64_t>(src[r].size()) + 1;
     b.tgt_tokens += static_cast<int64_t>(tgt[r].size()) + 1;
   }
   b.src = pad_source(src, special);
-  const int64_t t_len = static_cast<int64_t>(max_tgt) + 1;
-  b.tgt_in = torch::full({n, t_len}, special.pad, torch::kInt64);
-  b.tgt_out = torch::full({n, t_len}, special.pad, torch::kInt64);
-  auto in = b.tgt_in.accessor<int64_t, 2>();
-  auto out = b.tgt_out.accessor<int64_t, 2>();
+  std::tie(b.tgt_in, b.tgt_out) = pad_target(tgt, special);
+  return b;
+}
+
+std::pair<torch::Tensor, torch::Tensor> pad_target(const std::vector<std::vector<int32_t>>& seqs,
+                                                   const SpecialIds& special) {
+  size_t longest = 0;
+  for (const auto& s : seqs) longest = std::max(longest, s.size());
+  const int64_t n = static_cast<int64_t>(seqs.size()), len = static_cast<int64_t>(longest) + 1;
+  torch::Tensor tgt_in = torch::full({n, len}, special.pad, torch::kInt64);
+  torch::Tensor tgt_out = torch::full({n, len}, special.pad, torch::kInt64);
+  auto in = tgt_in.accessor<int64_t, 2>();
+  auto out = tgt_out.accessor<int64_t, 2>();
   for (int64_t r = 0; r < n; ++r) {
     in[r][0] = special.bos;
-    for (size_t j = 0; j < tgt[r].size(); ++j) {
-      in[r][j + 1] = tgt[r][j];
-      out[r][j] = tgt[r][j];
+    for (size_t j = 0; j < seqs[r].size(); ++j) {
+      in[r][j + 1] = seqs[r][j];
+      out[r][j] = seqs[r][j];
     }
-    out[r][tgt[r].size()] = special.eos;
+    out[r][seqs[r].size()] = special.eos;
   }
-  return b;
+  return {tgt_in, tgt_out};
 }
 
 Batch with_second_copy(const Batch& batch) {

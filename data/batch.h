@@ -2,6 +2,7 @@
 // Turns a planned micro-batch into model-ready tensors.
 #include <torch/torch.h>
 
+#include <utility>
 #include <vector>
 
 #include "data/batch_planner.h"
@@ -29,5 +30,10 @@ Batch with_second_copy(const Batch& batch);
 
 // Pads id sequences (each gets EOS appended) into [n, longest + 1] int64.
 torch::Tensor pad_source(const std::vector<std::vector<int32_t>>& seqs, const SpecialIds& special);
+
+// Teacher forcing's pair for target sequences, each [n, longest + 1] int64: BOS + seq as the
+// decoder's input, seq + EOS as what it must predict, pad after.
+std::pair<torch::Tensor, torch::Tensor> pad_target(const std::vector<std::vector<int32_t>>& seqs,
+                                                   const SpecialIds& special);
 
 }  // namespace nmt::data

@@ -1,8 +1,6 @@
 #include "eval/channel.h"
 
 #include <algorithm>
-#include <cmath>
-#include <numeric>
 
 #include "data/batch.h"
 
@@ -18,28 +16,18 @@ struct Row {
 // Sum of log p(target + EOS | source) per row, one forward pass over the chunk.
 std::vector<double> score_chunk(model::TransformerImpl& channel, const std::vector<Row>& rows,
                                 const data::SpecialIds& special, const torch::Device& device) {
-  std::vector<std::vector<int32_t>> sources;
-  size_t longest = 0;
+  std::vector<std::vector<int32_t>> sources, targets;
   for (const Row& r : rows) {
     sources.push_back(r.channel_source);
-    longest = std::max(longest, r.channel_target->size());
+    targets.push_back(*r.channel_target);
   }
-  const int64_t n = static_cast<int64_t>(rows.size()), len = static_cast<int64_t>(longest) + 1;
-  torch::Tensor tgt_in = torch::full({n, len}, special.pad, torch::kInt64);
-  torch::Tensor tgt_out = torch::full({n, len}, special.pad, torch::kInt64);
-  auto in = tgt_in.accessor<int64_t, 2>(), out = tgt_out.accessor<int64_t, 2>();
-  for (int64_t i = 0; i < n; ++i) {
-    const auto& t = *rows[i].channel_target;
-    in[i][0] = special.bos;
-    for (size_t j = 0; j < t.size(); ++j) in[i][j + 1] = out[i][j] = t[j];
-    out[i][t.size()] = special.eos;
-  }
+  auto [tgt_in, tgt_out] = data::pad_target(targets, special);
   const torch::Tensor src = data::pad_source(sources, special).to(device);
   tgt_out = tgt_out.to(device);
   const torch::Tensor logp = torch::log_softmax(channel.forward(src, tgt_in.to(device)).to(torch::kFloat32), -1);
   const torch::Tensor picked = logp.gather(-1, tgt_out.unsqueeze(-1)).squeeze(-1);
   const torch::Tensor sums = (picked * tgt_out.ne(special.pad)).sum(1).to(torch::kCPU, torch::kFloat64);
-  return std::vector<double>(sums.data_ptr<double>(), sums.data_ptr<double>() + n);
+  return std::vector<double>(sums.data_ptr<double>(), sums.data_ptr<double>() + sums.size(0));
 }
 
 }  // namespace
@@ -82,10 +70,8 @@ std::vector<std::vector<double>> channel_log_probs(model::TransformerImpl& chann
 
 void rerank_with_channel(std::vector<Hypothesis>& hyps, const std::vector<double>& channel, double weight,
                          double lenpen) {
-  for (size_t j = 0; j < hyps.size(); ++j) {
-    const double length = static_cast<double>(hyps[j].tokens.size() + 1);
-    hyps[j].normalized = (hyps[j].score + weight * channel[j]) / std::pow(length, lenpen);
-  }
+  for (size_t j = 0; j < hyps.size(); ++j)
+    hyps[j].normalized = normalize(hyps[j].score + weight * channel[j], hyps[j].tokens.size(), lenpen);
   std::stable_sort(hyps.begin(), hyps.end(),
                    [](const Hypothesis& a, const Hypothesis& b) { return a.normalized > b.normalized; });
 }

@@ -22,10 +22,6 @@ std::vector<int64_t> max_lengths(const torch::Tensor& src, const SearchOptions& 
   return out;
 }
 
-double normalize(double score, size_t tokens, double lenpen) {
-  return score / std::pow(static_cast<double>(tokens + 1), lenpen);
-}
-
 // A host-side list of row numbers or tokens, as a tensor on the decoding device.
 torch::Tensor on_device(const std::vector<int64_t>& values, const torch::Device& device) {
   return torch::tensor(values, torch::kInt64).to(device);
@@ -235,6 +231,10 @@ std::vector<std::vector<Hypothesis>> search(model::TransformerImpl& model, const
                                             const SearchOptions& opt) {
   Ensemble one(model);
   return search(one, src, opt);
+}
+
+double normalize(double score, size_t tokens, double lenpen) {
+  return score / std::pow(static_cast<double>(tokens + 1), lenpen);
 }
 
 }  // namespace nmt::eval

@@ -24,6 +24,9 @@ struct Hypothesis {
   double normalized = 0;        // score / (tokens + 1)^lenpen
 };
 
+// The ranking score of a hypothesis: score / (tokens + 1)^lenpen (EOS counted).
+double normalize(double score, size_t tokens, double lenpen);
+
 // src: [batch, src_len] int64 (EOS-terminated, pad on the right). Returns, per sentence,
 // up to `nbest` hypotheses, best first. `models` is one model or an ensemble (eval/ensemble.h).
 std::vector<std::vector<Hypothesis>> greedy_search(Ensemble& models, const torch::Tensor& src,
