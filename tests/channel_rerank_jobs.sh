@@ -100,3 +100,10 @@ refuse "a missing channel" "eval.channel_checkpoint.*file does not exist" --chan
 refuse "a channel of another vocabulary" "vocab_sha256" --channel rev36_run/last.pt
 refuse "a negative weight" "channel-weight" --channel rev_run/last.pt --channel-weight -1
 refuse "a NaN weight" "channel-weight" --channel rev_run/last.pt --channel-weight nan
+# evaluate refuses a bad channel before decoding, and leaves an existing --output as it was.
+echo "earlier hypotheses" > kept.hyp
+"$EVAL" --config fwd.yaml --checkpoint fwd_run/last.pt --split val --output kept.hyp --channel fwd_run/last.pt \
+  > eval_err.txt 2>&1; rc=$?
+[ $rc = 2 ] && grep -q "must translate en->de" eval_err.txt && [ "$(cat kept.hyp)" = "earlier hypotheses" ] ||
+  { cat eval_err.txt; fail "evaluate with a channel of the same direction: exit $rc, kept.hyp: $(head -c 100 kept.hyp)"; }
+echo "ok: evaluate refused it too: $(head -c 160 eval_err.txt); kept.hyp unchanged"
