@@ -67,8 +67,9 @@ int main(int argc, char** argv) {
     torch::set_num_threads(static_cast<int>(cfg.train.threads));
     const torch::Device device = nmt::runtime::choose_device(cfg.train, group.local_rank());
     auto comm = nmt::dist::make_communicator(cfg.dist, group, device);
-    const std::string setup = nmt::runtime::set_up_decoding(cfg, device, comm.get());  // rank 0's GEMM on every rank
-    if (verbose && group.is_main()) std::fprintf(stderr, "%s: %s\n", name.c_str(), setup.c_str());
+    const auto setup = nmt::runtime::set_up_decoding(cfg, device, comm.get());  // rank 0's GEMM on every rank
+    if (verbose && group.is_main()) std::fprintf(stderr, "%s: %s\n", name.c_str(), setup.text.c_str());
+    if (!setup.warning.empty() && group.is_main()) std::fprintf(stderr, "%s: %s\n", name.c_str(), setup.warning.c_str());
     const auto result = nmt::eval::run_evaluation(cfg, req, *comm);
     if (group.is_main() && result.scored)
       std::printf("%s\n%s\n", result.bleu.to_string().c_str(), nmt::eval::bleu_signature().c_str());

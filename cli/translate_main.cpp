@@ -43,8 +43,9 @@ int main(int argc, char** argv) {
     if (!nmt::cli::resolve_config(args, nmt::config::Needs::kShards, &cfg)) return 0;
     torch::set_num_threads(static_cast<int>(cfg.train.threads));
     const torch::Device device = nmt::runtime::choose_device(cfg.train, nmt::runtime::launcher_local_rank());
-    const std::string setup = nmt::runtime::set_up_decoding(cfg, device, /*comm=*/nullptr);
-    if (verbose) std::cerr << "translate: " << setup << std::endl;
+    const auto setup = nmt::runtime::set_up_decoding(cfg, device, /*comm=*/nullptr);
+    if (verbose) std::cerr << "translate: " << setup.text << std::endl;
+    if (!setup.warning.empty()) std::cerr << "translate: " << setup.warning << std::endl;
     nmt::eval::Translator translator(cfg, checkpoints, device);
     std::vector<std::string> lines;
     if (!input.empty()) {

@@ -8,6 +8,7 @@
 #include "model/kernels/bf16_gemm.h"
 #include "model/kernels/gemm_plan.h"
 #include "model/kernels/linear.h"
+#include "runtime/bf16_speed_check.h"
 #include "runtime/cuda_math.h"
 #include "runtime/device.h"
 #include "runtime/memory_estimate.h"
@@ -97,15 +98,21 @@ GemmDecision choose_decoding_gemm(const config::Config& cfg, const model::ModelC
   return d;
 }
 
-std::string set_up_decoding(const config::Config& cfg, const torch::Device& device, dist::Communicator* comm) {
+DecodingSetup set_up_decoding(const config::Config& cfg, const torch::Device& device, dist::Communicator* comm) {
   // train.precision=bf16 on a CPU: every linear layer multiplies on kept bf16 weights, so no
-  // fp32 library or plan is timed (refused here, before anything, where the CPU cannot).
+  // fp32 plan is kept (refused here, before anything, where the CPU cannot). Rank 0 times the
+  // bf16 products against fp32's for the set-up line and the warning (bf16_speed_check.h).
   const bool bf16 = wants_cpu_bf16(cfg, device);
   k::set_inference_precision(bf16 ? k::LinearPrecision::kBf16 : k::LinearPrecision::kFp32);
   GemmDecision gemm;
+  Bf16SpeedCheck speed;
   if (bf16) {
     require_onednn_if_asked(cfg, device);
-    gemm = {k::gemm_backend(), "bf16 products (" + k::bf16_gemm_description() + "), no fp32 plan", {}};
+    if (comm == nullptr || comm->rank() == 0) speed = check_decoding_bf16_speed(cfg, cfg.model);
+    gemm = {k::gemm_backend(),
+            "bf16 products (" + k::bf16_gemm_description() + (speed.text.empty() ? "" : "; " + speed.text) +
+                "), no fp32 plan",
+            {}};
     apply_decoding_gemm(gemm);
   } else if (comm != nullptr) {
     gemm = choose_decoding_gemm(cfg, cfg.model, *comm, device);
@@ -115,7 +122,7 @@ std::string set_up_decoding(const config::Config& cfg, const torch::Device& devi
   }
   const char* attention = choose_attention_kernel(cfg);
   configure_cuda_math(cfg, device);
-  return decoding_setup_text(gemm, device, cfg.train.threads, attention);
+  return {decoding_setup_text(gemm, device, cfg.train.threads, attention), speed.warning};
 }
 
 std::string decoding_setup_text(const GemmDecision& decision, const torch::Device& device, int64_t threads,

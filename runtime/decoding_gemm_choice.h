@@ -38,7 +38,11 @@ std::string decoding_setup_text(const GemmDecision& decision, const torch::Devic
 // The whole set-up of a decoding process, the one call of translate and of evaluate (on every
 // rank): the GEMM library and kept transposed weights (rank 0's, when `comm` is given, else
 // this process's own), the attention kernel and the CUDA math settings. Returns the line
-// --verbose prints (decoding_setup_text).
-std::string set_up_decoding(const config::Config& cfg, const torch::Device& device, dist::Communicator* comm);
+// --verbose prints (decoding_setup_text) and, under train.precision=bf16 where bf16 products
+// ran slower than fp32's here (timed on rank 0), the warning to print whatever the verbosity.
+struct DecodingSetup {
+  std::string text, warning;
+};
+DecodingSetup set_up_decoding(const config::Config& cfg, const torch::Device& device, dist::Communicator* comm);
 
 }  // namespace nmt::runtime

@@ -14,13 +14,9 @@ using model::kernels::GemmBackend;
 
 namespace {
 
-// GEMMs are timed at the micro-batch's row count, capped: the ranking settles well below the
-// largest batches, and the measurement is start-up time.
-int64_t rows_timed(const config::Config& cfg) { return std::min<int64_t>(cfg.data.max_tokens, 2048); }
-
 // Timed on the model's own products.
 GemmDecision measure(const config::Config& cfg, const model::ModelConfig& model) {
-  const int64_t rows = rows_timed(cfg);
+  const int64_t rows = gemm_rows_timed(cfg);
   const int64_t vocab = vocab_of(cfg, model);
   const auto shapes = model::kernels::transformer_gemm_shapes(rows, model.d_model, model.ffn_dim, vocab);
   const model::kernels::GemmChoice c = model::kernels::fastest_gemm_backend(shapes, 1.0);
@@ -35,6 +31,8 @@ GemmDecision measure(const config::Config& cfg, const model::ModelConfig& model)
 }
 
 }  // namespace
+
+int64_t gemm_rows_timed(const config::Config& cfg) { return std::min<int64_t>(cfg.data.max_tokens, 2048); }
 
 int64_t vocab_of(const config::Config& cfg, const model::ModelConfig& model) {
   return model.vocab_size > 0 ? model.vocab_size : cfg.data.vocab_size;
@@ -104,7 +102,7 @@ void choose_transposed_forward(const config::Config& cfg, const model::ModelConf
   if (decision.backend == GemmBackend::kOneDnn) {
     const auto shapes = k::transformer_weight_shapes(model.d_model, model.ffn_dim, vocab_of(cfg, model));
     std::vector<k::WeightShape> faster;
-    if (comm.rank() == 0) faster = k::faster_transposed(k::time_forward_both_ways(shapes, rows_timed(cfg), 0.5));
+    if (comm.rank() == 0) faster = k::faster_transposed(k::time_forward_both_ways(shapes, gemm_rows_timed(cfg), 0.5));
     decision.transposed_forward = rank0_subset(shapes, faster, comm);
     decision.why += "; forward on transposed weights: " + plan_text(decision.transposed_forward);
   }

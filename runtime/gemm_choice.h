@@ -25,6 +25,10 @@ struct GemmDecision {
 // manifest fills in later, and the size preprocess was asked for stands in for it.
 int64_t vocab_of(const config::Config& cfg, const model::ModelConfig& model);
 
+// Training's GEMMs are timed at the micro-batch's row count, capped: the ranking settles well
+// below the largest batches, and the measurement is start-up time.
+int64_t gemm_rows_timed(const config::Config& cfg);
+
 // "256x1024,256x256", or "none".
 std::string plan_text(const std::vector<model::kernels::WeightShape>& shapes);
 

@@ -59,11 +59,29 @@ case $mode in
     # The same in bf16 (train.precision=bf16: the linear layers' products in bf16), where the
     # CPU has bf16 instructions.
     if "$TRAIN" --config c.yaml train.precision=bf16 train.max_updates=1 train.save_dir=bf16_probe > bf16_probe.log 2>&1; then
-      grep -Eq "bf16 products \(oneDNN matmul [^,]+, (AVX512_BF16|AMX)\)" bf16_probe.log || { cat bf16_probe.log; fail "bf16: the start line does not name the bf16 products"; }
+      # It names the ISA and its measured speed against fp32's; a warning follows where slower.
+      grep -Eq "bf16 products \(oneDNN matmul [^,]+, (AVX512_BF16|AMX); bf16 [0-9]+ vs fp32 [0-9]+ GFLOP/s on the model's products \(([0-9.]+)x\)\)" bf16_probe.log || { cat bf16_probe.log; fail "bf16: the start line does not name the bf16 products and their speed"; }
+      ratio=$(grep -Eo "GFLOP/s on the model's products \([0-9.]+x\)" bf16_probe.log | head -1 | grep -Eo '[0-9.]+')
+      if awk "BEGIN { exit !($ratio < 1) }"; then
+        grep -Eq "warning: train.precision=bf16 is slower than fp32 on this CPU: bf16 [0-9]+ vs fp32 [0-9]+ GFLOP/s on the model's products \(${ratio}x\); it has bf16 instructions" bf16_probe.log || { cat bf16_probe.log; fail "bf16 slower than fp32 ($ratio) without the warning"; }
+      else
+        ! grep -q "warning: train.precision=bf16 is slower" bf16_probe.log || { cat bf16_probe.log; fail "bf16 at ${ratio}x fp32 warned as slower"; }
+      fi
       train 2 1 bf16_np2_uf1 train.precision=bf16
       train 1 2 bf16_np1_uf2 train.precision=bf16
       compare bf16_np2_uf1/last.pt bf16_np1_uf2/last.pt 0 || fail "bf16: -np 2 uf 1 and -np 1 uf 2 differ"
       compare bf16_np1_uf2/last.pt np1_uf2/last.pt 0 && fail "bf16 and fp32 runs are identical: bf16 was not used"
+      # Decoding in bf16 says the same of a decoding step's products, and warns (without
+      # --verbose) only where they ran slower than fp32's.
+      "$EVAL" --config c.yaml --checkpoint bf16_np1_uf2/last.pt --split val --output bf16_hyp.txt --verbose \
+        train.precision=bf16 > bf16_eval.log 2>&1 || { cat bf16_eval.log; fail "bf16 evaluate failed"; }
+      ratio=$(grep -Eo "bf16 [0-9]+ vs fp32 [0-9]+ GFLOP/s on a decoding step's products \([0-9.]+x\)" bf16_eval.log | head -1 | grep -Eo '[0-9.]+x' | tr -d x)
+      [ -n "$ratio" ] || { cat bf16_eval.log; fail "bf16 evaluate --verbose does not give the bf16 products' speed"; }
+      if awk "BEGIN { exit !($ratio < 1) }"; then
+        grep -Eq "^evaluate: warning: train.precision=bf16 is slower than fp32 on this CPU: bf16 [0-9]+ vs fp32 [0-9]+ GFLOP/s on a decoding step's products \(${ratio}x\); it has bf16 instructions" bf16_eval.log || { cat bf16_eval.log; fail "bf16 decoding slower than fp32 ($ratio) without the warning"; }
+      else
+        ! grep -q "warning: train.precision=bf16 is slower" bf16_eval.log || { cat bf16_eval.log; fail "bf16 decoding at ${ratio}x fp32 warned as slower"; }
+      fi
     else
       ! grep -qwE "avx512_bf16|amx_bf16" /proc/cpuinfo || { cat bf16_probe.log; fail "bf16 refused on a CPU with bf16 flags"; }
       grep -q "train.precision=bf16 is unavailable here: " bf16_probe.log || { cat bf16_probe.log; fail "bf16 refused without the documented message"; }

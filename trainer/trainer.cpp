@@ -71,7 +71,7 @@ Trainer::Trainer(const config::Config& cfg, const dist::ProcessGroup& group, Ble
   // Timing draws from a generator of its own, so the seeded stream that made the parameters
   // and makes dropout is untouched.
   gemm_ = runtime::choose_training_gemm(cfg_, model_cfg, *comm_, device_);
-  choose_cpu_precision();
+  choose_cpu_precision(model_cfg);
   runtime::choose_attention_kernel(cfg_);
   model_->to(device_);
   model_->train();
@@ -346,6 +346,7 @@ void Trainer::announce_start(bool resumed) {
                         model::parameter_count(*model_), runtime::describe_device(device_), group_.world_size(), comm_->name(),
                         planner_->updates_per_epoch(), cfg_.train.threads, gemm_text(),
                         model::kernels::attention_kernel_name(model::kernels::attention_kernel())));
+  if (!bf16_speed_.warning.empty()) log_.info(bf16_speed_.warning);
   const auto& spans = planner_->corpora();
   std::string mixture;
   double total_weight = 0;
@@ -391,11 +392,14 @@ void Trainer::check_sentences_fit() const {
 }
 
 // train.precision=bf16 on a CPU: the linear layers' products in bf16 (refused at start, naming
-// the missing CPU flags, where the CPU has no bf16 instructions).
-void Trainer::choose_cpu_precision() {
+// the missing CPU flags, where the CPU has no bf16 instructions). Rank 0 times them against
+// fp32's for the start line, and warns where bf16 is the slower (bf16_speed_check.h); the
+// timing changes nothing computed, so the other ranks do not wait for it.
+void Trainer::choose_cpu_precision(const model::ModelConfig& model_cfg) {
   namespace k = model::kernels;
   const bool bf16 = runtime::wants_cpu_bf16(cfg_, device_);
   k::set_linear_precision(bf16 ? k::LinearPrecision::kBf16 : k::LinearPrecision::kFp32);
+  if (bf16 && group_.is_main()) bf16_speed_ = runtime::check_training_bf16_speed(cfg_, model_cfg);
 }
 
 // train.gemm's decision, and the bf16 products where they are on (also after a resume, which
@@ -403,7 +407,8 @@ void Trainer::choose_cpu_precision() {
 std::string Trainer::gemm_text() const {
   namespace k = model::kernels;
   if (k::linear_precision() != k::LinearPrecision::kBf16) return gemm_.why;
-  return gemm_.why + "; bf16 products (" + k::bf16_gemm_description() + ")";
+  return gemm_.why + "; bf16 products (" + k::bf16_gemm_description() +
+         (bf16_speed_.text.empty() ? "" : "; " + bf16_speed_.text) + ")";
 }
 
 // One all-reduce decides for every rank: rank 0's clock, and any rank's signal.

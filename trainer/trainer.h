@@ -26,6 +26,7 @@
 #include "optim/loss_scaler.h"
 #include "optim/lr_schedule.h"
 #include "runtime/run_lock.h"
+#include "runtime/bf16_speed_check.h"
 #include "runtime/gemm_choice.h"
 
 namespace nmt::trainer {
@@ -126,7 +127,7 @@ class Trainer {
   bool resume_or_start(const std::string& resume);
   void check_sentences_fit() const;
   void preload_shards();  // data.preload_mb; sets shards_where_
-  void choose_cpu_precision();
+  void choose_cpu_precision(const model::ModelConfig& model_cfg);
   std::string gemm_text() const;
   void check_ranks_agree_on_start();  // same position everywhere, then rank 0's parameters
   void announce_start(bool resumed);
@@ -152,6 +153,7 @@ class Trainer {
   data::SpecialIds special_;
   model::Transformer model_{nullptr};
   runtime::GemmDecision gemm_;  // train.gemm as decided at start (or kept from the resumed checkpoint)
+  runtime::Bf16SpeedCheck bf16_speed_;  // train.precision=bf16 on a CPU, rank 0: bf16 against fp32's products
   std::unique_ptr<optim::Adam> optim_;
   std::unique_ptr<dist::GradReducer> reducer_;
   std::unique_ptr<data::BatchPlanner> planner_;

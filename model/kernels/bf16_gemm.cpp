@@ -63,6 +63,37 @@ void gemm_bf16(const torch::Tensor& a, bool trans_a, const torch::Tensor& b, boo
   onednn_bf16_matmul(view(a, trans_a), view(b, trans_b), c.data_ptr<float>(), leading_dimension(c), accumulate);
 }
 
+Bf16Speed time_bf16_against_fp32(const std::vector<GemmShape>& shapes, double seconds) {
+  torch::NoGradGuard no_grad;
+  auto gen = at::detail::createCPUGenerator(1);  // a generator of its own: training's seeded stream stays
+  struct Operands {
+    torch::Tensor a, b, a16, b16, c;
+  };
+  std::vector<Operands> ops;
+  for (const GemmShape& s : shapes) {
+    auto a = s.trans_a ? at::randn({s.k, s.m}, gen) : at::randn({s.m, s.k}, gen);
+    auto b = s.trans_b ? at::randn({s.n, s.k}, gen) : at::randn({s.k, s.n}, gen);
+    ops.push_back({a, b, a.to(torch::kBFloat16), b.to(torch::kBFloat16), torch::empty({s.m, s.n})});
+  }
+  const GemmBackend fp32 = gemm_backend();
+  // way 0: fp32, way 1: bf16
+  const auto best = fastest_of_two_ways(shapes.size(), seconds, [&](size_t i, int way) {
+    const GemmShape& s = shapes[i];
+    Operands& o = ops[i];
+    if (way == 0)
+      sgemm(fp32, o.a, s.trans_a, o.b, s.trans_b, o.c, false);
+    else
+      gemm_bf16(o.a16, s.trans_a, o.b16, s.trans_b, o.c, false);
+  });
+  double flops = 0, fp32_seconds = 0, bf16_seconds = 0;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    flops += 2.0 * static_cast<double>(shapes[i].m * shapes[i].n * shapes[i].k);
+    fp32_seconds += best[i][0];
+    bf16_seconds += best[i][1];
+  }
+  return {flops / bf16_seconds, flops / fp32_seconds};
+}
+
 std::string bf16_gemm_kernel() { return onednn_matmul_kernel(); }
 
 std::string bf16_gemm_description() { return "oneDNN matmul " + onednn_matmul_kernel() + ", " + onednn_bf16_isa(); }

@@ -1,0 +1,45 @@
+#include "runtime/bf16_speed_check.h"
+
+#include <fmt/format.h>
+
+#include <vector>
+
+#include "runtime/gemm_choice.h"
+
+namespace nmt::runtime {
+namespace {
+
+namespace k = model::kernels;
+
+// A decoding step's rows, as decoding_gemm_choice.cpp times the fp32 libraries.
+constexpr int64_t kDecodingRows = 256;
+
+}  // namespace
+
+Bf16SpeedCheck word_bf16_speed(const k::Bf16Speed& speed, const std::string& what) {
+  const double ratio = speed.bf16_flops_per_s / speed.fp32_flops_per_s;
+  Bf16SpeedCheck check;
+  check.text = fmt::format("bf16 {:.0f} vs fp32 {:.0f} GFLOP/s on {} ({:.2f}x)", speed.bf16_flops_per_s / 1e9,
+                           speed.fp32_flops_per_s / 1e9, what, ratio);
+  if (ratio < 1.0)
+    check.warning = fmt::format(
+        "warning: train.precision=bf16 is slower than fp32 on this CPU: {}; it has bf16 instructions ({}), but "
+        "they run no faster than its fp32 ones, so train.precision=fp32 would run faster here",
+        check.text, k::bf16_isa_name(k::cpu_bf16_isa()));
+  return check;
+}
+
+Bf16SpeedCheck check_training_bf16_speed(const config::Config& cfg, const model::ModelConfig& model) {
+  const auto shapes =
+      k::transformer_gemm_shapes(gemm_rows_timed(cfg), model.d_model, model.ffn_dim, vocab_of(cfg, model));
+  return word_bf16_speed(k::time_bf16_against_fp32(shapes, 0.5), "the model's products");
+}
+
+Bf16SpeedCheck check_decoding_bf16_speed(const config::Config& cfg, const model::ModelConfig& model) {
+  std::vector<k::GemmShape> forward;  // y = x W^T: decoding multiplies by the weights as stored
+  for (const k::WeightShape& w : k::transformer_weight_shapes(model.d_model, model.ffn_dim, vocab_of(cfg, model)))
+    forward.push_back({kDecodingRows, w.out, w.in, false, true});
+  return word_bf16_speed(k::time_bf16_against_fp32(forward, 0.3), "a decoding step's products");
+}
+
+}  // namespace nmt::runtime
