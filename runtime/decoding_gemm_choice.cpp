@@ -108,7 +108,12 @@ DecodingSetup set_up_decoding(const config::Config& cfg, const torch::Device& de
   Bf16SpeedCheck speed;
   if (bf16) {
     require_onednn_if_asked(cfg, device);
-    if (comm == nullptr || comm->rank() == 0) speed = check_decoding_bf16_speed(cfg, cfg.model);
+    if (comm == nullptr || comm->rank() == 0) {
+      model::ModelConfig sized = cfg.model;  // refused as at its load, before the timing allocates
+      sized.vocab_size = vocab_of(cfg, cfg.model);
+      check_fits(sized, cfg, device, /*training=*/false);
+      speed = check_decoding_bf16_speed(cfg, cfg.model);
+    }
     gemm = {k::gemm_backend(),
             "bf16 products (" + k::bf16_gemm_description() + (speed.text.empty() ? "" : "; " + speed.text) +
                 "), no fp32 plan",

@@ -9,10 +9,10 @@
 
 #include "config/config_error.h"
 #include "dist/communicator.h"
-#include "tests/test_env.h"
 #include "runtime/bf16_speed_check.h"
 #include "runtime/decoding_gemm_choice.h"
 #include "runtime/gemm_choice.h"
+#include "tests/test_env.h"
 
 namespace nmt::runtime {
 namespace {
@@ -46,6 +46,9 @@ TEST(Bf16SpeedCheck, WarnsOnlyWhereBf16ProductsRanSlowerThanFp32) {
   EXPECT_EQ(fast.text, "bf16 412 vs fp32 212 GFLOP/s on a decoding step's products (1.94x)");
   EXPECT_EQ(fast.warning, "");
   EXPECT_EQ(word_bf16_speed({200e9, 200e9}, "x").warning, "");  // a tie is not slower
+  const auto near_tie = word_bf16_speed({199.5e9, 200e9}, "x");  // 0.9975 prints as 1.00x: no warning
+  EXPECT_EQ(near_tie.text, "bf16 200 vs fp32 200 GFLOP/s on x (1.00x)");
+  EXPECT_EQ(near_tie.warning, "");
 }
 
 TEST(GemmChoice, ResumeKeepsTheCheckpointsTransposedForwardUnderOneDnn) {

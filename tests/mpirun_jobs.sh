@@ -71,8 +71,8 @@ case $mode in
       train 1 2 bf16_np1_uf2 train.precision=bf16
       compare bf16_np2_uf1/last.pt bf16_np1_uf2/last.pt 0 || fail "bf16: -np 2 uf 1 and -np 1 uf 2 differ"
       compare bf16_np1_uf2/last.pt np1_uf2/last.pt 0 && fail "bf16 and fp32 runs are identical: bf16 was not used"
-      # Decoding in bf16 says the same of a decoding step's products, and warns (without
-      # --verbose) only where they ran slower than fp32's.
+      # Decoding in bf16 says the same of a decoding step's products (--verbose), and warns
+      # only where they ran slower than fp32's.
       "$EVAL" --config c.yaml --checkpoint bf16_np1_uf2/last.pt --split val --output bf16_hyp.txt --verbose \
         train.precision=bf16 > bf16_eval.log 2>&1 || { cat bf16_eval.log; fail "bf16 evaluate failed"; }
       ratio=$(grep -Eo "bf16 [0-9]+ vs fp32 [0-9]+ GFLOP/s on a decoding step's products \([0-9.]+x\)" bf16_eval.log | head -1 | grep -Eo '[0-9.]+x' | tr -d x)

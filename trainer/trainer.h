@@ -25,9 +25,9 @@
 #include "optim/adam.h"
 #include "optim/loss_scaler.h"
 #include "optim/lr_schedule.h"
-#include "runtime/run_lock.h"
 #include "runtime/bf16_speed_check.h"
 #include "runtime/gemm_choice.h"
+#include "runtime/run_lock.h"
 
 namespace nmt::trainer {
 

@@ -63,7 +63,8 @@ void gemm_bf16(const torch::Tensor& a, bool trans_a, const torch::Tensor& b, boo
   onednn_bf16_matmul(view(a, trans_a), view(b, trans_b), c.data_ptr<float>(), leading_dimension(c), accumulate);
 }
 
-Bf16Speed time_bf16_against_fp32(const std::vector<GemmShape>& shapes, double seconds) {
+Bf16Speed time_bf16_against_fp32(const std::vector<GemmShape>& shapes, double seconds, GemmBackend fp32,
+                                 bool fp32_on_transposed_copy) {
   torch::NoGradGuard no_grad;
   auto gen = at::detail::createCPUGenerator(1);  // a generator of its own: training's seeded stream stays
   struct Operands {
@@ -73,15 +74,16 @@ Bf16Speed time_bf16_against_fp32(const std::vector<GemmShape>& shapes, double se
   for (const GemmShape& s : shapes) {
     auto a = s.trans_a ? at::randn({s.k, s.m}, gen) : at::randn({s.m, s.k}, gen);
     auto b = s.trans_b ? at::randn({s.n, s.k}, gen) : at::randn({s.k, s.n}, gen);
-    ops.push_back({a, b, a.to(torch::kBFloat16), b.to(torch::kBFloat16), torch::empty({s.m, s.n})});
+    const auto b16 = b.to(torch::kBFloat16);
+    if (s.trans_b && fp32_on_transposed_copy) b = b.t().contiguous();
+    ops.push_back({a, b, a.to(torch::kBFloat16), b16, torch::empty({s.m, s.n})});
   }
-  const GemmBackend fp32 = gemm_backend();
   // way 0: fp32, way 1: bf16
   const auto best = fastest_of_two_ways(shapes.size(), seconds, [&](size_t i, int way) {
     const GemmShape& s = shapes[i];
     Operands& o = ops[i];
     if (way == 0)
-      sgemm(fp32, o.a, s.trans_a, o.b, s.trans_b, o.c, false);
+      sgemm(fp32, o.a, s.trans_a, o.b, s.trans_b && !fp32_on_transposed_copy, o.c, false);
     else
       gemm_bf16(o.a16, s.trans_a, o.b16, s.trans_b, o.c, false);
   });

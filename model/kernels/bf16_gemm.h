@@ -41,15 +41,18 @@ void gemm_bf16(const torch::Tensor& a, bool trans_a, const torch::Tensor& b, boo
 // oneDNN's name for the products' kernel ("gemm:jit"), "" where unavailable.
 std::string bf16_gemm_kernel();
 
-// bf16 products against this process's fp32 library (gemm_backend()) on `shapes`, each product
-// by its fastest run of each, the two alternating for about `seconds` (fastest_of_two_ways).
+// bf16 products against fp32 ones through `fp32` on `shapes`, each product by its fastest run
+// of each, the two alternating for about `seconds` (fastest_of_two_ways: at least 3 runs each).
+// `fp32_on_transposed_copy`: the fp32 side multiplies B as stored [k, n] where the shape asks
+// for B transposed, as decoding does on its kept transposed weights (gemm_plan.h).
 // Why measure: the CPU flags say that bf16 instructions exist, not how fast they run. On an
 // Intel Xeon (family 6 model 207) whose VM hides AMX, AVX512_BF16 alone ran oneDNN's bf16
-// products at 130-154 GFLOP/s against fp32's 215-287 (build/bench/gemm, bench/README.md).
+// products at 130-162 GFLOP/s against fp32's 180-311 (build/bench/gemm, bench/README.md).
 struct Bf16Speed {
   double bf16_flops_per_s = 0, fp32_flops_per_s = 0;
 };
-Bf16Speed time_bf16_against_fp32(const std::vector<GemmShape>& shapes, double seconds);
+Bf16Speed time_bf16_against_fp32(const std::vector<GemmShape>& shapes, double seconds, GemmBackend fp32,
+                                 bool fp32_on_transposed_copy = false);
 
 // What the start line says of bf16 products: "oneDNN matmul gemm:jit, AVX512_BF16" (the ISA
 // oneDNN may use, not only the CPU's flags).
