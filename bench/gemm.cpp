@@ -7,7 +7,8 @@
 // micro-batch; plus the 2048^3 product on which `train --benchmark` measures the MFU peak.
 // Then each weight's forward as stored and on a transposed copy: oneDNN's at ROWS rows with
 // the copy made per call (training), and each library's at a decoding step's 256 rows with
-// the copy kept (decoding). One JSON line per shape set: GFLOP/s of each library, and each
+// the copy kept (decoding); and bf16 decoding's forward per weight, as stored and on a kept
+// transposed copy, at 256 and 32 rows. One JSON line per shape set: GFLOP/s of each library, and each
 // product's figures under "products".
 #include <ATen/Parallel.h>
 #include <dlfcn.h>
@@ -141,6 +142,44 @@ void report_transposed_forward(const char* label, int64_t rows, int64_t d, int64
   std::fflush(stdout);
 }
 
+// One JSON line: each weight's bf16 forward at a decoding step's `rows` (gemm_bf16, as the
+// decoder multiplies: bf16(x) times a kept bf16 copy of W) as stored (B transposed) and on a
+// kept transposed bf16 copy, beside oneDNN fp32's on its kept transposed copy (fp32 decoding's
+// way on every kind measured). Where bf16 decoding's products stand against fp32's per weight.
+void report_bf16_decoding_forward(const char* label, int64_t rows, int64_t d, int64_t f, double seconds) {
+  namespace k = nmt::model::kernels;
+  if (!k::bf16_gemm_problem().empty() || !k::onednn_available()) return;
+  const auto shapes = k::transformer_weight_shapes(d, f, 8000);
+  const auto fp32 = k::time_forward_both_ways(shapes, rows, seconds * static_cast<double>(shapes.size()),
+                                              k::TransposedCopy::kOnce, k::GemmBackend::kOneDnn);
+  std::vector<torch::Tensor> x16, w16, wt16, y;
+  for (const k::WeightShape& w : shapes) {
+    x16.push_back(torch::randn({rows, w.in}).to(torch::kBFloat16));
+    w16.push_back(torch::randn({w.out, w.in}).to(torch::kBFloat16));
+    wt16.push_back(w16.back().t().contiguous());
+    y.push_back(torch::empty({rows, w.out}));
+  }
+  const auto bf16 = k::fastest_of_two_ways(shapes.size(), seconds * static_cast<double>(shapes.size()),
+                                           [&](size_t i, int way) {
+                                             if (way == 0) k::gemm_bf16(x16[i], false, w16[i], true, y[i], false);
+                                             else k::gemm_bf16(x16[i], false, wt16[i], false, y[i], false);
+                                           });
+  std::string items;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const double flops = 2.0 * static_cast<double>(rows * shapes[i].out * shapes[i].in);
+    char line[200];
+    std::snprintf(line, sizeof(line),
+                  "%s{\"weight\": \"%s\", \"bf16_as_stored\": %.1f, \"bf16_transposed_kept\": %.1f, "
+                  "\"fp32_onednn_transposed_kept\": %.1f}",
+                  items.empty() ? "" : ", ", k::weight_shapes_text({shapes[i]}).c_str(), flops / bf16[i][0] / 1e9,
+                  flops / bf16[i][1] / 1e9, flops / fp32[i].transposed_s / 1e9);
+    items += line;
+  }
+  std::printf("{\"shapes\": \"%s\", \"rows\": %ld, \"bf16_decoding_forward_gflops\": [%s]}\n", label,
+              static_cast<long>(rows), items.c_str());
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -172,6 +211,10 @@ int main(int argc, char** argv) {
     for (const k::GemmBackend backend : {k::GemmBackend::kMkl, k::GemmBackend::kOneDnn})
       if (backend == k::GemmBackend::kMkl || k::onednn_available())
         report_transposed_forward("recipe decoding step", 256, 256, 1024, seconds, k::TransposedCopy::kOnce, backend);
+    for (const int64_t step_rows : {256, 32}) {  // a full batch's beams; a batch's last few sentences
+      report_bf16_decoding_forward("recipe decoding step", step_rows, 256, 1024, seconds);
+      report_bf16_decoding_forward("tiny decoding step", step_rows, 128, 256, seconds);
+    }
     return 0;
   });
 }

@@ -6,15 +6,13 @@
 #include <vector>
 
 #include "model/kernels/gemm_plan.h"
+#include "runtime/decoding_gemm_choice.h"
 #include "runtime/gemm_choice.h"
 
 namespace nmt::runtime {
 namespace {
 
 namespace k = model::kernels;
-
-// A decoding step's rows, as decoding_gemm_choice.cpp times the fp32 libraries.
-constexpr int64_t kDecodingRows = 256;
 
 }  // namespace
 
@@ -42,7 +40,7 @@ Bf16SpeedCheck check_training_bf16_speed(const config::Config& cfg, const model:
 Bf16SpeedCheck check_decoding_bf16_speed(const config::Config& cfg, const model::ModelConfig& model) {
   std::vector<k::GemmShape> forward;  // y = x W^T: decoding multiplies by the weights as stored
   for (const k::WeightShape& w : k::transformer_weight_shapes(model.d_model, model.ffn_dim, vocab_of(cfg, model)))
-    forward.push_back({kDecodingRows, w.out, w.in, false, true});
+    forward.push_back({kDecodingRowsTimed, w.out, w.in, false, true});
   // Against fp32 decoding at its best: oneDNN where it loads (fp32 decoding's pick on every
   // kind measured, bench/README.md) on kept transposed weights, the copy it keeps.
   const auto fp32 = k::onednn_available() ? k::GemmBackend::kOneDnn : k::GemmBackend::kMkl;

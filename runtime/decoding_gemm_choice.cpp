@@ -19,9 +19,6 @@ namespace {
 namespace k = model::kernels;
 using k::GemmBackend;
 
-// A decoding step's rows: the live hypotheses of a batch of a few hundred sentences (times the
-// beam, fewer as sentences finish).
-constexpr int64_t kRowsTimed = 256;
 constexpr double kSecondsPerLibrary = 0.15;
 constexpr double kMargin = 1.05;
 
@@ -33,10 +30,10 @@ struct LibraryTiming {
 
 LibraryTiming time_library(GemmBackend backend, const std::vector<k::WeightShape>& shapes) {
   LibraryTiming t{backend,
-                  k::time_forward_both_ways(shapes, kRowsTimed, kSecondsPerLibrary, k::TransposedCopy::kOnce, backend)};
+                  k::time_forward_both_ways(shapes, kDecodingRowsTimed, kSecondsPerLibrary, k::TransposedCopy::kOnce, backend)};
   for (const k::ForwardTiming& f : t.timings) {
     t.seconds += std::min(f.as_stored_s, f.transposed_s);
-    t.flops += 2.0 * static_cast<double>(kRowsTimed * f.shape.out * f.shape.in);
+    t.flops += 2.0 * static_cast<double>(kDecodingRowsTimed * f.shape.out * f.shape.in);
   }
   return t;
 }

@@ -8,12 +8,19 @@
 // better way per weight is faster in all (oneDNN by at least 5%, as in training); the plan,
 // the weights whose copy won by 5% under it. A job of seconds pays for this in its start-up:
 // about 0.2 s per library (2-core AMD EPYC); timing training's shapes instead would take 1.9 s.
+#include <cstdint>
+
 #include "config/config.h"
 #include "dist/communicator.h"
 #include "model/model_config.h"
 #include "runtime/gemm_choice.h"
 
 namespace nmt::runtime {
+
+// A decoding step's rows as the timings at start take them (the GEMM library here, bf16 against
+// fp32 in bf16_speed_check.h): the live hypotheses of a batch of a few hundred sentences (times
+// the beam, fewer as sentences finish).
+inline constexpr int64_t kDecodingRowsTimed = 256;
 
 // Measured on this process alone; sets nothing. Throws config::ConfigError for onednn where it
 // cannot be loaded, and for a model that does not fit in memory (runtime::check_fits). On

@@ -3,9 +3,12 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <set>
+
 #include "model/kernels/gemm.h"
 #include "model/kernels/gemm_plan.h"
 #include "model/kernels/linear.h"
+#include "model/kernels/timing_operands.h"
 #include "model/transformer.h"
 
 namespace nmt::model::kernels {
@@ -307,6 +310,31 @@ TEST(Gemm, MeasuringLeavesTheDefaultGeneratorAlone) {
   EXPECT_GT(choice.onednn_flops_per_s, 0);
   EXPECT_TRUE(torch::equal(torch::randn({4}), expected));           // training's seeded stream is untouched
   EXPECT_EQ(transformer_gemm_shapes(64, 32, 64, 100).size(), 15u);  // 5 weights x (forward, dx, dW)
+}
+
+// The timings at start hold one buffer per operand, as large as its largest use: every
+// product's operands are views of it in the product's layout, and the bf16 copies are the same
+// values rounded.
+TEST(Gemm, TimingOperandsShareOneBufferPerOperandInEachProductsLayout) {
+  const auto shapes = transformer_gemm_shapes(48, 16, 32, 100);  // largest: the [48, 100] logits and their gradient
+  const TimingOperands ops(shapes, /*with_bf16=*/true);
+  const void* a_data = ops.a(shapes[0]).data_ptr();
+  std::set<const void*> buffers;
+  for (const GemmShape& s : shapes) {
+    const auto a = ops.a(s), b = ops.b(s), c = ops.c(s);
+    EXPECT_EQ(a.sizes(), (s.trans_a ? std::vector<int64_t>{s.k, s.m} : std::vector<int64_t>{s.m, s.k}));
+    EXPECT_EQ(b.sizes(), (s.trans_b ? std::vector<int64_t>{s.n, s.k} : std::vector<int64_t>{s.k, s.n}));
+    EXPECT_EQ(c.sizes(), (std::vector<int64_t>{s.m, s.n}));
+    EXPECT_TRUE(a.is_contiguous() && b.is_contiguous() && c.is_contiguous());
+    EXPECT_EQ(a.data_ptr(), a_data);  // one buffer, not one per product
+    buffers.insert({a.data_ptr(), b.data_ptr(), c.data_ptr()});
+    EXPECT_TRUE(torch::equal(ops.a16(s), a.to(torch::kBFloat16)));
+    EXPECT_TRUE(torch::equal(ops.b16(s), b.to(torch::kBFloat16)));
+    EXPECT_EQ(ops.a16(s).sizes(), a.sizes());
+  }
+  EXPECT_EQ(buffers.size(), 3u);  // A, B and C apart: a product never writes what it reads
+  EXPECT_GT(ops.a(shapes[0]).std().item<double>(), 0.5);  // random normal values, not zeros
+  EXPECT_THROW(TimingOperands(shapes, false).a16(shapes[0]), std::logic_error);
 }
 
 }  // namespace

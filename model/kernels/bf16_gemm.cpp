@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "model/kernels/onednn_matmul.h"
+#include "model/kernels/timing_operands.h"
 
 namespace nmt::model::kernels {
 namespace {
@@ -66,26 +67,18 @@ void gemm_bf16(const torch::Tensor& a, bool trans_a, const torch::Tensor& b, boo
 Bf16Speed time_bf16_against_fp32(const std::vector<GemmShape>& shapes, double seconds, GemmBackend fp32,
                                  bool fp32_on_transposed_copy) {
   torch::NoGradGuard no_grad;
-  auto gen = at::detail::createCPUGenerator(1);  // a generator of its own: training's seeded stream stays
-  struct Operands {
-    torch::Tensor a, b, a16, b16, c;
-  };
-  std::vector<Operands> ops;
-  for (const GemmShape& s : shapes) {
-    auto a = s.trans_a ? at::randn({s.k, s.m}, gen) : at::randn({s.m, s.k}, gen);
-    auto b = s.trans_b ? at::randn({s.n, s.k}, gen) : at::randn({s.k, s.n}, gen);
-    const auto b16 = b.to(torch::kBFloat16);
-    if (s.trans_b && fp32_on_transposed_copy) b = b.t().contiguous();
-    ops.push_back({a, b, a.to(torch::kBFloat16), b16, torch::empty({s.m, s.n})});
-  }
+  const TimingOperands ops(shapes, /*with_bf16=*/true);
+  std::vector<torch::Tensor> fp32_b;  // B as the fp32 side multiplies it: as stored, or its kept transposed copy
+  for (const GemmShape& s : shapes)
+    fp32_b.push_back(s.trans_b && fp32_on_transposed_copy ? ops.b(s).t().contiguous() : ops.b(s));
   // way 0: fp32, way 1: bf16
   const auto best = fastest_of_two_ways(shapes.size(), seconds, [&](size_t i, int way) {
     const GemmShape& s = shapes[i];
-    Operands& o = ops[i];
+    auto c = ops.c(s);
     if (way == 0)
-      sgemm(fp32, o.a, s.trans_a, o.b, s.trans_b && !fp32_on_transposed_copy, o.c, false);
+      sgemm(fp32, ops.a(s), s.trans_a, fp32_b[i], s.trans_b && !fp32_on_transposed_copy, c, false);
     else
-      gemm_bf16(o.a16, s.trans_a, o.b16, s.trans_b, o.c, false);
+      gemm_bf16(ops.a16(s), s.trans_a, ops.b16(s), s.trans_b, c, false);
   });
   double flops = 0, fp32_seconds = 0, bf16_seconds = 0;
   for (size_t i = 0; i < shapes.size(); ++i) {

@@ -1,7 +1,8 @@
 #pragma once
 // bf16 matrix products on the CPU: bf16 operands, products summed in fp32, an fp32 result,
 // through oneDNN's matmul primitive (Debian's libdnnl.so.2, onednn_library.h), which runs them
-// on the CPU's bf16 instructions (measured only with AVX512_BF16's dot products: no AMX here yet).
+// on the CPU's bf16 instructions: AMX's tiles where the CPU reports them, else AVX512_BF16's dot
+// products (both measured, bench/README.md).
 //
 // Why oneDNN's matmul: on a 2-core AMD EPYC Zen 4 (AVX512_BF16) at the recipe's products
 // (1,536 rows, d_model 256, FFN 1,024, 8k vocabulary), its bf16 matmul ran 360-420 GFLOP/s

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "model/kernels/onednn_library.h"
+#include "model/kernels/timing_operands.h"
 
 namespace nmt::model::kernels {
 namespace {
@@ -147,19 +148,12 @@ std::vector<std::array<double, 2>> fastest_of_two_ways(size_t count, double seco
 GemmChoice fastest_gemm_backend(const std::vector<GemmShape>& shapes, double seconds, double margin) {
   GemmChoice choice;
   if (!onednn_available()) return choice;
-  auto gen = at::detail::createCPUGenerator(1);  // a generator of its own: training's seeded stream stays
-  struct Operands {
-    torch::Tensor a, b, c;
-  };
-  std::vector<Operands> ops;
-  for (const GemmShape& s : shapes)
-    ops.push_back({s.trans_a ? at::randn({s.k, s.m}, gen) : at::randn({s.m, s.k}, gen),
-                   s.trans_b ? at::randn({s.n, s.k}, gen) : at::randn({s.k, s.n}, gen), torch::empty({s.m, s.n})});
+  const TimingOperands ops(shapes, /*with_bf16=*/false);
   // way 0: MKL, way 1: oneDNN
   const auto best = fastest_of_two_ways(shapes.size(), seconds, [&](size_t i, int way) {
     const GemmShape& s = shapes[i];
-    sgemm(way == 0 ? GemmBackend::kMkl : GemmBackend::kOneDnn, ops[i].a, s.trans_a, ops[i].b, s.trans_b, ops[i].c,
-          false);
+    auto c = ops.c(s);
+    sgemm(way == 0 ? GemmBackend::kMkl : GemmBackend::kOneDnn, ops.a(s), s.trans_a, ops.b(s), s.trans_b, c, false);
   });
   double flops = 0, mkl_seconds = 0, onednn_seconds = 0;
   for (size_t i = 0; i < shapes.size(); ++i) {
