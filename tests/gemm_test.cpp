@@ -318,23 +318,22 @@ TEST(Gemm, MeasuringLeavesTheDefaultGeneratorAlone) {
 TEST(Gemm, TimingOperandsShareOneBufferPerOperandInEachProductsLayout) {
   const auto shapes = transformer_gemm_shapes(48, 16, 32, 100);  // largest: the [48, 100] logits and their gradient
   const TimingOperands ops(shapes, /*with_bf16=*/true);
-  const void* a_data = ops.a(shapes[0]).data_ptr();
   std::set<const void*> buffers;
-  for (const GemmShape& s : shapes) {
-    const auto a = ops.a(s), b = ops.b(s), c = ops.c(s);
-    EXPECT_EQ(a.sizes(), (s.trans_a ? std::vector<int64_t>{s.k, s.m} : std::vector<int64_t>{s.m, s.k}));
-    EXPECT_EQ(b.sizes(), (s.trans_b ? std::vector<int64_t>{s.n, s.k} : std::vector<int64_t>{s.k, s.n}));
-    EXPECT_EQ(c.sizes(), (std::vector<int64_t>{s.m, s.n}));
-    EXPECT_TRUE(a.is_contiguous() && b.is_contiguous() && c.is_contiguous());
-    EXPECT_EQ(a.data_ptr(), a_data);  // one buffer, not one per product
-    buffers.insert({a.data_ptr(), b.data_ptr(), c.data_ptr()});
-    EXPECT_TRUE(torch::equal(ops.a16(s), a.to(torch::kBFloat16)));
-    EXPECT_TRUE(torch::equal(ops.b16(s), b.to(torch::kBFloat16)));
-    EXPECT_EQ(ops.a16(s).sizes(), a.sizes());
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const GemmShape& s = shapes[i];
+    const ProductOperands& o = ops[i];
+    EXPECT_EQ(o.a.sizes(), (s.trans_a ? std::vector<int64_t>{s.k, s.m} : std::vector<int64_t>{s.m, s.k}));
+    EXPECT_EQ(o.b.sizes(), (s.trans_b ? std::vector<int64_t>{s.n, s.k} : std::vector<int64_t>{s.k, s.n}));
+    EXPECT_EQ(o.c.sizes(), (std::vector<int64_t>{s.m, s.n}));
+    EXPECT_TRUE(o.a.is_contiguous() && o.b.is_contiguous() && o.c.is_contiguous());
+    buffers.insert({o.a.data_ptr(), o.b.data_ptr(), o.c.data_ptr()});
+    EXPECT_TRUE(torch::equal(o.a16, o.a.to(torch::kBFloat16)));
+    EXPECT_TRUE(torch::equal(o.b16, o.b.to(torch::kBFloat16)));
   }
-  EXPECT_EQ(buffers.size(), 3u);  // A, B and C apart: a product never writes what it reads
-  EXPECT_GT(ops.a(shapes[0]).std().item<double>(), 0.5);  // random normal values, not zeros
-  EXPECT_THROW(TimingOperands(shapes, false).a16(shapes[0]), std::logic_error);
+  EXPECT_EQ(buffers.size(), 3u);  // one per operand, not one per product; a product never writes what it reads
+  EXPECT_GT(ops[0].a.std().item<double>(), 0.5);  // random normal values, not zeros
+  EXPECT_FALSE(TimingOperands(shapes, false)[0].a16.defined());
+  EXPECT_THROW(ops[shapes.size()], std::out_of_range);
 }
 
 }  // namespace

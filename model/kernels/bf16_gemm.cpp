@@ -69,16 +69,16 @@ Bf16Speed time_bf16_against_fp32(const std::vector<GemmShape>& shapes, double se
   torch::NoGradGuard no_grad;
   const TimingOperands ops(shapes, /*with_bf16=*/true);
   std::vector<torch::Tensor> fp32_b;  // B as the fp32 side multiplies it: as stored, or its kept transposed copy
-  for (const GemmShape& s : shapes)
-    fp32_b.push_back(s.trans_b && fp32_on_transposed_copy ? ops.b(s).t().contiguous() : ops.b(s));
+  for (size_t i = 0; i < shapes.size(); ++i)
+    fp32_b.push_back(shapes[i].trans_b && fp32_on_transposed_copy ? ops[i].b.t().contiguous() : ops[i].b);
   // way 0: fp32, way 1: bf16
   const auto best = fastest_of_two_ways(shapes.size(), seconds, [&](size_t i, int way) {
     const GemmShape& s = shapes[i];
-    auto c = ops.c(s);
+    auto c = ops[i].c;
     if (way == 0)
-      sgemm(fp32, ops.a(s), s.trans_a, fp32_b[i], s.trans_b && !fp32_on_transposed_copy, c, false);
+      sgemm(fp32, ops[i].a, s.trans_a, fp32_b[i], s.trans_b && !fp32_on_transposed_copy, c, false);
     else
-      gemm_bf16(ops.a16(s), s.trans_a, ops.b16(s), s.trans_b, c, false);
+      gemm_bf16(ops[i].a16, s.trans_a, ops[i].b16, s.trans_b, c, false);
   });
   double flops = 0, fp32_seconds = 0, bf16_seconds = 0;
   for (size_t i = 0; i < shapes.size(); ++i) {

@@ -152,8 +152,8 @@ GemmChoice fastest_gemm_backend(const std::vector<GemmShape>& shapes, double sec
   // way 0: MKL, way 1: oneDNN
   const auto best = fastest_of_two_ways(shapes.size(), seconds, [&](size_t i, int way) {
     const GemmShape& s = shapes[i];
-    auto c = ops.c(s);
-    sgemm(way == 0 ? GemmBackend::kMkl : GemmBackend::kOneDnn, ops.a(s), s.trans_a, ops.b(s), s.trans_b, c, false);
+    auto c = ops[i].c;
+    sgemm(way == 0 ? GemmBackend::kMkl : GemmBackend::kOneDnn, ops[i].a, s.trans_a, ops[i].b, s.trans_b, c, false);
   });
   double flops = 0, mkl_seconds = 0, onednn_seconds = 0;
   for (size_t i = 0; i < shapes.size(); ++i) {

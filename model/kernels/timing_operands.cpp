@@ -1,15 +1,14 @@
 #include "model/kernels/timing_operands.h"
 
 #include <algorithm>
-#include <stdexcept>
 
 namespace nmt::model::kernels {
 namespace {
 
-// An operand op(X) of `rows` x `cols` as stored: the first rows * cols values of a flat buffer,
-// [rows, cols], or [cols, rows] where transposed.
+// An operand of `rows` x `cols` as stored: the first rows * cols values of a flat buffer,
+// [rows, cols], or [cols, rows] where transposed. Undefined where the buffer is.
 torch::Tensor matrix(const torch::Tensor& flat, int64_t rows, int64_t cols, bool transposed) {
-  if (!flat.defined()) throw std::logic_error("TimingOperands: bf16 copies were not made (with_bf16 false)");
+  if (!flat.defined()) return {};
   const auto values = flat.narrow(0, 0, rows * cols);
   return transposed ? values.view({cols, rows}) : values.view({rows, cols});
 }
@@ -31,12 +30,9 @@ TimingOperands::TimingOperands(const std::vector<GemmShape>& shapes, bool with_b
     a16_ = a_.to(torch::kBFloat16);
     b16_ = b_.to(torch::kBFloat16);
   }
+  for (const GemmShape& s : shapes)
+    products_.push_back({matrix(a_, s.m, s.k, s.trans_a), matrix(b_, s.k, s.n, s.trans_b), matrix(c_, s.m, s.n, false),
+                         matrix(a16_, s.m, s.k, s.trans_a), matrix(b16_, s.k, s.n, s.trans_b)});
 }
-
-torch::Tensor TimingOperands::a(const GemmShape& s) const { return matrix(a_, s.m, s.k, s.trans_a); }
-torch::Tensor TimingOperands::b(const GemmShape& s) const { return matrix(b_, s.k, s.n, s.trans_b); }
-torch::Tensor TimingOperands::c(const GemmShape& s) const { return matrix(c_, s.m, s.n, false); }
-torch::Tensor TimingOperands::a16(const GemmShape& s) const { return matrix(a16_, s.m, s.k, s.trans_a); }
-torch::Tensor TimingOperands::b16(const GemmShape& s) const { return matrix(b16_, s.k, s.n, s.trans_b); }
 
 }  // namespace nmt::model::kernels

@@ -17,20 +17,22 @@
 
 namespace nmt::model::kernels {
 
+// Product i's operands, views made once (not inside the timed calls): a [m, k] ([k, m] where
+// trans_a), b [k, n] ([n, k] where trans_b), c [m, n] (written by the products, read by none), and
+// where asked, a16 and b16: the same values rounded to bf16.
+struct ProductOperands {
+  torch::Tensor a, b, c, a16, b16;
+};
+
 class TimingOperands {
  public:
-  // Random normal values from a generator of its own (training's seeded stream stays); the bf16
-  // copies, where `with_bf16`, are the same values rounded.
+  // Random normal values from a generator of its own (training's seeded stream stays).
   TimingOperands(const std::vector<GemmShape>& shapes, bool with_bf16);
-
-  torch::Tensor a(const GemmShape& s) const;  // [m, k], or [k, m] where trans_a
-  torch::Tensor b(const GemmShape& s) const;  // [k, n], or [n, k] where trans_b
-  torch::Tensor c(const GemmShape& s) const;  // [m, n]: written by the products, read by none
-  torch::Tensor a16(const GemmShape& s) const;
-  torch::Tensor b16(const GemmShape& s) const;
+  const ProductOperands& operator[](size_t i) const { return products_.at(i); }
 
  private:
-  torch::Tensor a_, b_, c_, a16_, b16_;  // flat
+  torch::Tensor a_, b_, c_, a16_, b16_;  // flat: each product's operands are views of these
+  std::vector<ProductOperands> products_;
 };
 
 }  // namespace nmt::model::kernels
