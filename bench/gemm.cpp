@@ -159,11 +159,12 @@ void report_bf16_decoding_forward(const char* label, int64_t rows, int64_t d, in
     wt16.push_back(w16.back().t().contiguous());
     y.push_back(torch::empty({rows, w.out}));
   }
-  const auto bf16 = k::fastest_of_two_ways(shapes.size(), seconds * static_cast<double>(shapes.size()),
-                                           [&](size_t i, int way) {
-                                             if (way == 0) k::gemm_bf16(x16[i], false, w16[i], true, y[i], false);
-                                             else k::gemm_bf16(x16[i], false, wt16[i], false, y[i], false);
-                                           });
+  // way 0: the bf16 weight as stored (B transposed), way 1: its kept transposed copy
+  const auto bf16 =
+      k::fastest_of_two_ways(shapes.size(), seconds * static_cast<double>(shapes.size()), [&](size_t i, int way) {
+        const bool as_stored = way == 0;
+        k::gemm_bf16(x16[i], false, as_stored ? w16[i] : wt16[i], as_stored, y[i], false);
+      });
   std::string items;
   for (size_t i = 0; i < shapes.size(); ++i) {
     const double flops = 2.0 * static_cast<double>(rows * shapes[i].out * shapes[i].in);

@@ -29,8 +29,8 @@ struct LibraryTiming {
 };
 
 LibraryTiming time_library(GemmBackend backend, const std::vector<k::WeightShape>& shapes) {
-  LibraryTiming t{backend,
-                  k::time_forward_both_ways(shapes, kDecodingRowsTimed, kSecondsPerLibrary, k::TransposedCopy::kOnce, backend)};
+  LibraryTiming t{backend, k::time_forward_both_ways(shapes, kDecodingRowsTimed, kSecondsPerLibrary,
+                                                     k::TransposedCopy::kOnce, backend)};
   for (const k::ForwardTiming& f : t.timings) {
     t.seconds += std::min(f.as_stored_s, f.transposed_s);
     t.flops += 2.0 * static_cast<double>(kDecodingRowsTimed * f.shape.out * f.shape.in);
