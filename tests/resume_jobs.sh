@@ -98,6 +98,32 @@ PY
     else
       grep -q "train.precision=bf16 is unavailable here: " bf16_straight.log || { cat bf16_straight.log; fail "bf16 failed"; }
       echo "bf16 not tested here: $(grep -o 'train.precision=bf16 is unavailable here: .*' bf16_straight.log)"
+      # A checkpoint trained in bf16 on a machine that has it (its config says bf16; its weights
+      # and Adam states are float32 in either precision) moves to this CPU: resumed as bf16 it is
+      # refused at start (exit 2, the checkpoint left as it was); resumed in fp32 it continues,
+      # saying so.
+      run 1 from_bf16 train.max_updates=4 || fail "from_bf16: the fp32 first part"
+      "$python" - from_bf16/last.pt <<'PY' || fail "from_bf16: marking the checkpoint as trained in bf16"
+import sys, torch
+ck = torch.load(sys.argv[1], weights_only=True)
+line = '  precision: "fp32"\n'
+assert ck["config"].count(line) == 1, "no single precision line in the checkpoint's config"
+ck["config"] = ck["config"].replace(line, '  precision: "bf16"\n')
+torch.save(ck, sys.argv[1])
+PY
+      rm -f from_bf16/last.pt.sha256 from_bf16/update_*.pt*
+      before=$(sha256sum from_bf16/last.pt)
+      run 1 from_bf16 train.precision=bf16 train.max_updates=8 --resume auto
+      rc=$?
+      [ $rc = 2 ] || { tail -3 from_bf16.log; fail "a bf16 checkpoint resumed as bf16 without bf16: exit $rc, expected 2"; }
+      [ "$(grep -c 'error: train.precision=bf16 is unavailable here: ' from_bf16.log)" = 1 ] ||
+        { tail -3 from_bf16.log; fail "a bf16 checkpoint resumed as bf16 without bf16: not one error line"; }
+      [ "$(sha256sum from_bf16/last.pt)" = "$before" ] || fail "the refused resume changed the checkpoint"
+      run 1 from_bf16 train.precision=fp32 train.max_updates=8 --resume auto || fail "a bf16 checkpoint resumed in fp32"
+      grep -q "precision: the checkpoint was trained with train.precision=bf16, this run continues in fp32" from_bf16.log \
+        || { grep -i precision from_bf16.log; fail "bf16 -> fp32 resume: no note"; }
+      grep -q "done: 8 updates" from_bf16.log || { tail -3 from_bf16.log; fail "bf16 -> fp32 resume did not reach update 8"; }
+      echo "a bf16 checkpoint on this CPU: refused as bf16 (exit 2, checkpoint unchanged), continues in fp32 with a note"
     fi
     for np in 1 2; do
       run $np probe$np train.max_updates=1 || fail "probe -np $np"
