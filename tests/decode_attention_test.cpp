@@ -18,8 +18,8 @@ TEST(DecodeAttention, MatchesScaledDotProductAttentionOnHeadViewsAndCacheSlices)
   torch::manual_seed(11);
   torch::NoGradGuard no_grad;
   const int64_t batch = 7, heads = 4;
-  // 64: the head width the kernel is compiled for; 32, 48 and 24 take its run-time width (32
-  // and 48: whole vectors of either ISA; 24: a remainder under AVX-512).
+  // 64 and 32: the head widths the kernel is compiled for; 48 and 24 take its run-time width
+  // (48: whole vectors of either ISA; 24: a remainder under AVX-512).
   for (int64_t d : {64, 32, 48, 24})
     for (int64_t tq : {1, 5})
       for (int64_t tk : {1, 13, 40}) {

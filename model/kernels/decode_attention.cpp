@@ -69,10 +69,13 @@ template <int64_t kD>
 
 // The one entry the CPU dispatch picks a clone for: everything above is inlined into each
 // clone, so a pair costs one indirect call rather than one per key (were dot and axpy clones
-// of their own, each key would pay an indirect call: 8.5% of decoding at beam 5).
+// of their own, each key would pay an indirect call: 8.5% of decoding at beam 5). The head
+// widths of our shapes are compiled in: 32 (the recipes' 128 wide, 4 heads) and 64 (256 wide).
 NMT_CPU_CLONES void attend_one(const float* q, int64_t d, float scale, const PairKeys& pk, float* scores,
                                float* out) {
-  if (d == 64)
+  if (d == 32)
+    attend<32>(q, d, scale, pk, scores, out);
+  else if (d == 64)
     attend<64>(q, d, scale, pk, scores, out);
   else
     attend<0>(q, d, scale, pk, scores, out);
