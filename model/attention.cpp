@@ -45,9 +45,12 @@ torch::Tensor MultiHeadAttentionImpl::split_heads(const torch::Tensor& x) const 
 }
 
 torch::Tensor MultiHeadAttentionImpl::attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                                             const torch::Tensor& mask) {
+                                             const torch::Tensor& mask, const torch::Tensor& rows) {
   if (kernels::use_decode_attention(q, mask, is_training()))
-    return kernels::linear(kernels::decode_attention(q, k, v, mask), out_proj->weight, out_proj->bias);
+    return kernels::linear(kernels::decode_attention(q, k, v, mask, rows), out_proj->weight, out_proj->bias);
+  if (rows.defined())  // LibTorch's kernel reads whole rows: take the live ones
+    return attend(q, k.index_select(0, rows), v.index_select(0, rows),
+                  mask.defined() ? mask.index_select(0, rows) : mask);
   // [b, h, tq, dk] -> [b, tq, d]
   torch::Tensor out = at::scaled_dot_product_attention(q, k, v, mask.defined() ? std::optional<at::Tensor>(mask) : std::nullopt,
                                                        is_training() ? dropout_ : 0.0);
@@ -105,7 +108,7 @@ torch::Tensor MultiHeadAttentionImpl::incremental_self_forward(const torch::Tens
 torch::Tensor MultiHeadAttentionImpl::cross_forward(const torch::Tensor& q, const torch::Tensor& memory,
                                                     const torch::Tensor& mask, KVCache* cache) {
   const torch::Tensor queries = kernels::linear(q, q_proj->weight, q_proj->bias);
-  if (cache && !cache->empty()) return attend(split_heads(queries), cache->k, cache->v, mask);
+  if (cache && !cache->empty()) return attend(split_heads(queries), cache->k, cache->v, mask, cache->rows);
   const torch::Tensor kv = project(kv_proj, memory, kv_bias_mask_);
   // The projections' outputs decide: under autocast they are bf16 while q is float32.
   if (!cache && kv.scalar_type() == queries.scalar_type() &&

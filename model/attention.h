@@ -19,6 +19,10 @@ torch::Tensor decoder_self_mask(const torch::Tensor& tgt_tokens, int64_t pad);
 // projections, computed once).
 struct KVCache {
   torch::Tensor k, v;  // [batch, heads, src_len, head_dim]
+  // int64 [live sentences]: the row of k, v and the mask each live sentence reads (CPU
+  // decoding: DecoderState::select shrinks this table as sentences finish, instead of copying
+  // every layer's keys and values); undefined: row b reads row b.
+  torch::Tensor rows;
   bool empty() const { return !k.defined(); }
 };
 
@@ -54,8 +58,9 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
  private:
   torch::Tensor split_heads(const torch::Tensor& x) const;  // [b, t, d] -> [b, h, t, d/h]
   torch::Tensor incremental_self_forward(const torch::Tensor& x, StepCache& cache);
+  // rows: as KVCache::rows (query row b reads keys, values and mask row rows[b]).
   torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                       const torch::Tensor& mask);
+                       const torch::Tensor& mask, const torch::Tensor& rows = torch::Tensor());
   // Applies a projection whose key slice has no bias. A key bias adds q.b_k to every
   // score of a query, which softmax cancels: its true gradient is zero, so Adam would
   // only amplify rounding noise in it (and N-rank runs would drift apart from 1-rank

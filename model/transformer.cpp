@@ -92,6 +92,13 @@ void DecoderState::select(const torch::Tensor& index, const torch::Tensor& share
   };
   history = history.index_select(0, index);
   if (!shared_index.defined()) return;
+  const bool cached = !layers.empty() && !layers.front().cross.empty();
+  if (cached && memory.device().is_cpu()) {
+    // The decoding attention reads the live rows through this table: at the quickstart's
+    // shape the keys and values a batch's sentences would copy are 16 MB per select.
+    source_rows = source_rows.defined() ? source_rows.index_select(0, shared_index) : shared_index;
+    return;
+  }
   memory = memory.index_select(0, shared_index);
   memory_mask = memory_mask.index_select(0, shared_index);
   for (auto& l : layers) take(l.cross, shared_index);
@@ -188,6 +195,7 @@ torch::Tensor TransformerImpl::decode_step_logits(const torch::Tensor& tokens, D
   state.history = state.step == 0 ? itself : torch::cat({state.history, itself}, 1);
   for (auto& layer : state.layers) {
     layer.beams = state.beams;
+    layer.cross.rows = state.source_rows;
     layer.self.history = state.history;
     layer.self.step = state.step;
   }

@@ -75,12 +75,17 @@ struct DecoderState {
   // the encoder output, its mask and the cross-attention caches stay one per sentence; the
   // cross-attention takes a sentence's beams as that many queries against its source.
   int64_t beams = 1;
+  // CPU decoding: int64 [live sentences], the row of `memory`, `memory_mask` and every
+  // cross-attention cache each live sentence reads (KVCache::rows). Finished sentences leave
+  // this table, and the tensors it indexes stay as they are; undefined: row b is sentence b.
+  torch::Tensor source_rows;
   // Keeps rows `index` (expand to beams, drop finished sentences), in every tensor.
   void select(const torch::Tensor& index);
   // The self-attention history takes rows `index` (the caches stay); the encoder output, its
   // mask and the cross-attention caches (one per sentence) take `shared_index`, or stay as they are
   // when it is undefined: beam search reorders hypotheses within a sentence, and only
-  // when sentences leave does the source side move.
+  // when sentences leave does the source side move (on the CPU, once its caches exist, only
+  // `source_rows` does).
   void select(const torch::Tensor& index, const torch::Tensor& shared_index);
 };
 

@@ -68,6 +68,36 @@ TEST(DecodeAttention, SelfAttentionFollowsTheAncestorTable) {
   for (int64_t d : {64, 32}) expect_self_attention_follows_the_ancestor_table(d);
 }
 
+// Sentences that finished leave a decoding batch as rows of a table: query row b reads the
+// keys, values and mask of row rows[b], bit for bit what it reads once those rows are copied
+// out (index_select), and against LibTorch's kernel on the copies.
+TEST(DecodeAttention, RowTableReadsTheRowsItNamesAsACopyOfThemWould) {
+  torch::manual_seed(5);
+  torch::NoGradGuard no_grad;
+  const int64_t sentences = 9, heads = 4, d = 32, tk = 11;
+  const torch::Tensor k = torch::randn({sentences, tk, heads * d}).view({sentences, tk, heads, d}).transpose(1, 2);
+  const torch::Tensor v = torch::randn({sentences, tk, heads * d}).view({sentences, tk, heads, d}).transpose(1, 2);
+  torch::Tensor mask = torch::zeros({sentences, 1, 1, tk}, torch::kBool);
+  for (int64_t s = 0; s < sentences; ++s) mask[s].slice(-1, 0, 1 + (s * 4) % tk).fill_(true);
+  const torch::Tensor rows = torch::tensor({7, 0, 3, 8}, torch::kInt64);  // the live sentences, in order
+  for (int64_t tq : {1, 5}) {  // greedy; a sentence's 5 beams
+    const torch::Tensor q = torch::randn({rows.size(0), tq, heads * d}).view({rows.size(0), tq, heads, d}).transpose(1, 2);
+    const torch::Tensor live_k = k.index_select(0, rows), live_v = v.index_select(0, rows),
+                        live_mask = mask.index_select(0, rows);
+    const torch::Tensor got = kernels::decode_attention(q, k, v, mask, rows);
+    EXPECT_TRUE(got.equal(kernels::decode_attention(q, live_k, live_v, live_mask))) << tq << " queries";
+    EXPECT_LT((got - reference(q, live_k, live_v, live_mask)).abs().max().item<float>(), 2e-6) << tq << " queries";
+  }
+  const torch::Tensor q = torch::randn({4, heads, 1, d});
+  EXPECT_THROW(kernels::decode_attention(q, k, v, mask, torch::tensor({7, 0, 3, 9}, torch::kInt64)), c10::Error)
+      << "a row past the key rows";
+  EXPECT_THROW(kernels::decode_attention(q, k, v, mask, torch::tensor({7, 0, 3}, torch::kInt64)), c10::Error)
+      << "a table shorter than the queries";
+  EXPECT_THROW(kernels::decode_attention(q, k, v, mask, torch::tensor({7, 0, 3, 8}, torch::kInt32)), c10::Error)
+      << "int32 table refused";
+  EXPECT_THROW(kernels::decode_attention(q, k, v, mask), c10::Error) << "4 query rows against 9 key rows, no table";
+}
+
 TEST(DecodeAttention, LargeScoresStayFiniteAndAllMaskedQueriesGetZeros) {
   torch::NoGradGuard no_grad;
   const torch::Tensor q = torch::full({1, 1, 1, 8}, 30.0f), k = torch::randn({1, 1, 3, 8}) * 30.0, v = torch::randn({1, 1, 3, 8});

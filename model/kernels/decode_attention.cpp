@@ -104,6 +104,25 @@ NMT_CPU_CLONES void attend_one(const float* q, int64_t d, float scale, const Pai
     attend<0>(q, d, scale, pk, scores, out, first_query);
 }
 
+// The key row each query row reads: `rows` checked against the S key rows, or 0..B-1.
+std::vector<int64_t> key_rows_of(const torch::Tensor& rows, int64_t batch, int64_t key_batch) {
+  std::vector<int64_t> out(static_cast<size_t>(batch));
+  if (!rows.defined()) {
+    TORCH_CHECK(key_batch == batch, "decode_attention: ", batch, " query rows against ", key_batch, " key rows");
+    for (int64_t b = 0; b < batch; ++b) out[b] = b;
+    return out;
+  }
+  TORCH_CHECK(rows.scalar_type() == torch::kInt64 && rows.dim() == 1 && rows.size(0) == batch && rows.device().is_cpu(),
+              "decode_attention: rows ", rows.sizes(), " for ", batch, " query rows");
+  const torch::Tensor contiguous = rows.contiguous();
+  const int64_t* rp = contiguous.const_data_ptr<int64_t>();
+  for (int64_t b = 0; b < batch; ++b) {
+    TORCH_CHECK(rp[b] >= 0 && rp[b] < key_batch, "decode_attention: row ", rp[b], " of ", key_batch, " key rows");
+    out[b] = rp[b];
+  }
+  return out;
+}
+
 }  // namespace
 
 bool use_decode_attention(const torch::Tensor& q, const torch::Tensor& key_mask, bool training) {
@@ -115,21 +134,23 @@ bool use_decode_attention(const torch::Tensor& q, const torch::Tensor& key_mask,
 }
 
 torch::Tensor decode_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                               const torch::Tensor& key_mask) {
+                               const torch::Tensor& key_mask, const torch::Tensor& rows) {
   TORCH_CHECK(q.dim() == 4 && k.dim() == 4 && v.dim() == 4, "decode_attention needs [B, H, T, D] tensors");
   const int64_t batch = q.size(0), heads = q.size(1), tq = q.size(2), d = q.size(3), tk = k.size(2);
-  TORCH_CHECK(k.size(0) == batch && v.size(0) == batch && k.size(1) == heads && v.size(1) == heads &&
-                  v.size(2) == tk && k.size(3) == d && v.size(3) == d,
+  const int64_t key_batch = k.size(0);
+  TORCH_CHECK(v.size(0) == key_batch && k.size(1) == heads && v.size(1) == heads && v.size(2) == tk &&
+                  k.size(3) == d && v.size(3) == d,
               "decode_attention: shapes q ", q.sizes(), " k ", k.sizes(), " v ", v.sizes(), " do not match");
+  const std::vector<int64_t> key_row = key_rows_of(rows, batch, key_batch);
   for (const torch::Tensor* t : {&q, &k, &v})
     TORCH_CHECK(t->scalar_type() == torch::kFloat32 && t->device().is_cpu() && t->stride(3) == 1,
                 "decode_attention needs float32 CPU tensors with a contiguous last dimension");
   torch::Tensor mask;
   if (key_mask.defined()) {
-    TORCH_CHECK(key_mask.scalar_type() == torch::kBool && key_mask.dim() == 4 && key_mask.size(0) == batch &&
+    TORCH_CHECK(key_mask.scalar_type() == torch::kBool && key_mask.dim() == 4 && key_mask.size(0) == key_batch &&
                     key_mask.size(3) == tk,
-                "decode_attention: key mask ", key_mask.sizes(), " for ", batch, " x ", tk, " keys");
-    mask = key_mask.reshape({batch, tk}).contiguous();
+                "decode_attention: key mask ", key_mask.sizes(), " for ", key_batch, " x ", tk, " keys");
+    mask = key_mask.reshape({key_batch, tk}).contiguous();
   }
   torch::Tensor out = torch::zeros({batch, tq, heads * d}, q.options());
   const float* qp = q.const_data_ptr<float>();
@@ -146,9 +167,9 @@ torch::Tensor decode_attention(const torch::Tensor& q, const torch::Tensor& k, c
       value_offsets[j] = j * v.stride(2);
     }
     for (int64_t pair = begin; pair < end; ++pair) {
-      const int64_t b = pair / heads, h = pair % heads;
-      const PairKeys pk{kp + b * k.stride(0) + h * k.stride(1), key_offsets.data(),
-                        vp + b * v.stride(0) + h * v.stride(1), value_offsets.data(), mp ? mp + b * tk : nullptr, tk};
+      const int64_t b = pair / heads, h = pair % heads, s = key_row[b];
+      const PairKeys pk{kp + s * k.stride(0) + h * k.stride(1), key_offsets.data(),
+                        vp + s * v.stride(0) + h * v.stride(1), value_offsets.data(), mp ? mp + s * tk : nullptr, tk};
       for (int64_t i = 0; i < tq; ++i)
         attend_one(qp + b * q.stride(0) + h * q.stride(1) + i * q.stride(2), d, scale, pk, scores.data(),
                    op + (b * tq + i) * heads * d + h * d, i == 0);

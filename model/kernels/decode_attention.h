@@ -9,12 +9,15 @@
 
 namespace nmt::model::kernels {
 
-// q: [B, H, Tq, D], k and v: [B, H, Tk, D], float32 CPU, each with its last dimension
-// contiguous (head views of [B, T, H * D] projections and cache slices qualify);
-// key_mask: undefined, or bool [B, 1, 1, Tk] with true = may attend. Returns softmax(q k^T /
-// sqrt(D)) v as [B, Tq, H * D]. A query with no key to attend to gets zeros.
+// q: [B, H, Tq, D], k and v: [S, H, Tk, D], float32 CPU, each with its last dimension
+// contiguous (head views of [S, T, H * D] projections and cache slices qualify);
+// key_mask: undefined, or bool [S, 1, 1, Tk] with true = may attend. rows: undefined (S == B,
+// query row b reads keys b), or int64 [B] with values in [0, S): query row b reads the keys,
+// values and mask of rows[b], so that sentences leaving a decoding batch shrink this table
+// instead of every layer's keys and values being copied. Returns softmax(q k^T / sqrt(D)) v
+// as [B, Tq, H * D]. A query with no key to attend to gets zeros.
 torch::Tensor decode_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                               const torch::Tensor& key_mask);
+                               const torch::Tensor& key_mask, const torch::Tensor& rows = torch::Tensor());
 
 // Whether decode_attention applies: inference (no gradient, no dropout) on the CPU in
 // float32 with few queries per pair, where it beats LibTorch's kernel.
