@@ -76,7 +76,6 @@ template <int64_t kD>
   if (m == kMinusInf) return;  // nothing to attend to: zeros
   float sum = 0.0f;
   for (int64_t j = 0; j < pk.count; ++j) {
-    if (prefetch && j + kPrefetchAhead < pk.count) prefetch_row<kD>(pk.keys + pk.key_offsets[j + kPrefetchAhead], d);
     scores[j] = exp_nonpositive(scores[j] - m);
     sum += scores[j];
   }
