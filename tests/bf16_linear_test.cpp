@@ -166,3 +166,18 @@ TEST(Bf16Linear, FusedFeedForwardEqualsItsTwoLayers) {
       EXPECT_TRUE(torch::equal(results[0][i], results[1][i])) << names[i] << (bf16_products ? " (bf16)" : " (fp32)");
   }
 }
+
+// Decoding's FFN under bf16 products hands fc1's hidden layer to fc2 as bf16 from fc1's epilogue:
+// the same output, bit for bit, as the two decoding layers apart (fc1's fp32 output cast for fc2).
+TEST(Bf16Linear, DecodingFeedForwardEqualsItsTwoLayers) {
+  if (!k::bf16_gemm_problem().empty()) GTEST_SKIP() << k::bf16_gemm_problem();
+  torch::manual_seed(8);
+  const auto x = torch::randn({5, 7, 32}), w1 = torch::randn({72, 32}), b1 = torch::randn({72}),
+             w2 = torch::randn({32, 72}) * 0.2, b2 = torch::randn({32});
+  Bf16Decoding bf16;
+  torch::NoGradGuard no_grad;
+  const auto fused = k::feed_forward(x, w1, b1, w2, b2);
+  EXPECT_TRUE(torch::equal(fused, k::linear(k::linear_relu(x, w1, b1), w2, b2)));
+  const auto y32 = torch::nn::functional::linear(torch::relu(torch::nn::functional::linear(x, w1, b1)), w2, b2);
+  EXPECT_GT((fused - y32).abs().max().item<double>(), 1e-4) << "fp32 by accident";
+}

@@ -5,6 +5,7 @@
 #include <ATen/autocast_mode.h>
 
 #include "model/kernels/bf16_gemm.h"
+#include "model/kernels/bf16_round.h"
 #include "model/kernels/cpu_clones.h"
 #include "model/kernels/gemm.h"
 #include "model/kernels/gemm_plan.h"
@@ -29,27 +30,55 @@ NMT_CPU_CLONES void bias_relu_rows(float* y, const float* b, int64_t r0, int64_t
   }
 }
 
+// h = bf16(max(y + b, 0)) over rows [r0, r1) of [*, cols] (b may be null): the bf16 FFN's
+// bias, ReLU and rounding of its hidden layer in one pass.
+NMT_CPU_CLONES void bias_relu_rows_to_bf16(const float* y, const float* b, uint16_t* h, int64_t r0, int64_t r1,
+                                           int64_t cols) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const float* yr = y + r * cols;
+    uint16_t* hr = h + r * cols;
+#pragma omp simd
+    for (int64_t c = 0; c < cols; ++c) {
+      const float v = yr[c] + (b ? b[c] : 0.0f);
+      hr[c] = bf16_bits(v > 0.0f ? v : 0.0f);
+    }
+  }
+}
+
 // Whether a ReLU output is positive: its fp32 value, or its bf16 copy's bits (a ReLU output is
 // +0 or positive, so any bit set means positive; the bf16 copy is 0 only where the fp32 value
 // is below 2^-133).
 inline bool positive(float y) { return y > 0.0f; }
 inline bool positive(c10::BFloat16 y) { return y.x != 0; }
 
-// dy = g where y > 0, else 0, over rows [r0, r1); their column sums into `sums` (null: not
-// wanted). Y: float, or c10::BFloat16 for the bf16 FFN's saved hidden layer.
-template <typename Y>
-NMT_CPU_CLONES void relu_backward_rows(const float* g, const Y* y, float* dy, float* sums, int64_t r0, int64_t r1,
-                                       int64_t cols) {
+// A gradient's element as its consumer takes it: fp32, or bf16 bits rounded in the same pass.
+inline void store(float* out, float v) { *out = v; }
+inline void store(uint16_t* out, float v) { *out = bf16_bits(v); }
+
+// out = g where y > 0, else 0 (y null: out = g) over rows [r0, r1); the fp32 values' column
+// sums into `sums` (null: not wanted). Y: float, or c10::BFloat16 for the bf16 FFN's saved hidden
+// layer; Out: float, or uint16_t for a bf16 copy (a bf16 layer's backward products' operand).
+template <typename Y, typename Out>
+NMT_CPU_CLONES void masked_rows(const float* g, const Y* y, Out* out, float* sums, int64_t r0, int64_t r1,
+                                int64_t cols) {
   if (sums) std::fill(sums, sums + cols, 0.0f);
   for (int64_t r = r0; r < r1; ++r) {
     const float* gr = g + r * cols;
-    const Y* yr = y + r * cols;
-    float* dr = dy + r * cols;
+    Out* o = out + r * cols;
+    if (y) {
+      const Y* yr = y + r * cols;
 #pragma omp simd
-    for (int64_t c = 0; c < cols; ++c) dr[c] = positive(yr[c]) ? gr[c] : 0.0f;
-    if (sums)
+      for (int64_t c = 0; c < cols; ++c) store(o + c, positive(yr[c]) ? gr[c] : 0.0f);
+      if (sums)
 #pragma omp simd
-      for (int64_t c = 0; c < cols; ++c) sums[c] += dr[c];
+        for (int64_t c = 0; c < cols; ++c) sums[c] += positive(yr[c]) ? gr[c] : 0.0f;
+    } else {
+#pragma omp simd
+      for (int64_t c = 0; c < cols; ++c) store(o + c, gr[c]);
+      if (sums)
+#pragma omp simd
+        for (int64_t c = 0; c < cols; ++c) sums[c] += gr[c];
+    }
   }
 }
 
@@ -91,28 +120,39 @@ torch::Tensor product_with_bias(GemmBackend backend, const torch::Tensor& rows, 
   return y;
 }
 
-// The ReLU's backward: dy masked by y > 0 (y fp32, or bf16), and (when wanted) db summed in a
-// fixed order.
-torch::Tensor relu_backward(const torch::Tensor& dy, const torch::Tensor& y, bool want_db, torch::Tensor& db) {
-  auto masked = torch::empty_like(dy);
+// dy [rows, cols] masked by y > 0 where y is defined (fp32, or the bf16 FFN's saved hidden
+// layer), returned as `out_type`: kFloat32, or kBFloat16 rounded in the same pass (what a bf16
+// layer's backward products take, so no cast follows). When `want_db`, db: the masked values'
+// column sums in fp32, per block of rows and the blocks added in order (no dependence on the
+// thread count).
+torch::Tensor masked_gradient(const torch::Tensor& dy, const torch::Tensor& y, torch::ScalarType out_type, bool want_db,
+                              torch::Tensor& db) {
+  auto out = torch::empty_like(dy, dy.options().dtype(out_type));
   const int64_t rows_n = dy.size(0), cols = dy.size(1), blocks = (rows_n + kRowBlock - 1) / kRowBlock;
   torch::Tensor partial;
   if (want_db) partial = torch::empty({blocks, cols}, dy.options());
   const float* gp = dy.const_data_ptr<float>();
-  float *mp = masked.data_ptr<float>(), *pp = want_db ? partial.data_ptr<float>() : nullptr;
-  const bool bf16_y = y.scalar_type() == torch::kBFloat16;
-  for_row_blocks(rows_n, [&](int64_t k, int64_t r0, int64_t r1) {
-    float* sums = pp ? pp + k * cols : nullptr;
-    if (bf16_y)
-      relu_backward_rows(gp, y.const_data_ptr<c10::BFloat16>(), mp, sums, r0, r1, cols);
-    else
-      relu_backward_rows(gp, y.const_data_ptr<float>(), mp, sums, r0, r1, cols);
-  });
+  float* pp = want_db ? partial.data_ptr<float>() : nullptr;
+  const auto rows_with = [&](auto* out_p) {
+    for_row_blocks(rows_n, [&](int64_t k, int64_t r0, int64_t r1) {
+      float* sums = pp ? pp + k * cols : nullptr;
+      if (!y.defined())
+        masked_rows(gp, static_cast<const float*>(nullptr), out_p, sums, r0, r1, cols);
+      else if (y.scalar_type() == torch::kBFloat16)
+        masked_rows(gp, y.const_data_ptr<c10::BFloat16>(), out_p, sums, r0, r1, cols);
+      else
+        masked_rows(gp, y.const_data_ptr<float>(), out_p, sums, r0, r1, cols);
+    });
+  };
+  if (out_type == torch::kBFloat16)
+    rows_with(reinterpret_cast<uint16_t*>(out.data_ptr<c10::BFloat16>()));
+  else
+    rows_with(out.data_ptr<float>());
   if (want_db) {
     db = torch::empty({cols}, dy.options());
     add_rows_in_order(pp, blocks, cols, db.data_ptr<float>());
   }
-  return masked;
+  return out;
 }
 
 std::vector<int64_t> output_shape(const torch::Tensor& x, const torch::Tensor& weight) {
@@ -140,18 +180,22 @@ torch::Tensor shaped_like_input(const torch::Tensor& dx_rows, const torch::Tenso
 }
 
 // What both layers' backwards start from: the saved rows and weight (as the forward saved
-// them), dy flattened to rows and masked by the saved ReLU output if there is one, and db
-// (defined when the bias has one and wants it).
+// them), dy flattened to rows and masked by the saved ReLU output if there is one, as `dy_type`
+// (kBFloat16 for the bf16 layer: rounded in the pass that masks it or sums db, not in a cast
+// after), and db (defined when the bias has one and wants it).
 struct BackwardStart {
   torch::Tensor rows, w, dy, db;
 };
 
-BackwardStart start_backward(torch::autograd::AutogradContext* ctx, const torch::autograd::tensor_list& grads) {
+BackwardStart start_backward(torch::autograd::AutogradContext* ctx, const torch::autograd::tensor_list& grads,
+                             torch::ScalarType dy_type) {
   const auto saved = ctx->get_saved_variables();
   BackwardStart s{saved[0], saved[1], grads[0].reshape({-1, saved[1].size(0)}).contiguous(), {}};
   const bool want_db = ctx->saved_data["has_bias"].toBool() && ctx->needs_input_grad(2);
   if (saved.size() == 3)  // relu: mask by the saved output, summing db on the way
-    s.dy = relu_backward(s.dy, saved[2], want_db, s.db);
+    s.dy = masked_gradient(s.dy, saved[2], dy_type, want_db, s.db);
+  else if (dy_type == torch::kBFloat16)  // the bf16 copy and db's sums in one pass
+    s.dy = masked_gradient(s.dy, torch::Tensor(), dy_type, want_db, s.db);
   else if (want_db)
     s.db = s.dy.sum(0);
   return s;
@@ -175,7 +219,7 @@ struct OneDnnLinear : torch::autograd::Function<OneDnnLinear> {
 
   static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
                                                torch::autograd::tensor_list grads) {
-    auto [rows, w, dy, db] = start_backward(ctx, grads);
+    auto [rows, w, dy, db] = start_backward(ctx, grads, torch::kFloat32);
     torch::Tensor dx, dw;
     if (ctx->needs_input_grad(0)) {
       dx = torch::empty_like(rows);
@@ -237,18 +281,26 @@ struct Bf16Linear : torch::autograd::Function<Bf16Linear> {
 
   static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
                                                torch::autograd::tensor_list grads) {
-    auto [rows, w, dy, db] = start_backward(ctx, grads);
-    auto g = bf16_layer_backward(dy.to(torch::kBFloat16), rows, w, ctx->needs_input_grad(0), ctx->needs_input_grad(1));
+    auto [rows, w, dy16, db] = start_backward(ctx, grads, torch::kBFloat16);
+    auto g = bf16_layer_backward(dy16, rows, w, ctx->needs_input_grad(0), ctx->needs_input_grad(1));
     if (g.dx.defined()) g.dx = shaped_like_input(g.dx, grads[0], w.size(1));
     return {g.dx, g.dw, db, torch::Tensor()};
   }
 };
 
-// h16 = bf16(max(rows16 w16^T + b, 0)): fc1's bf16 product with bias and ReLU in place, then
-// LibTorch's vectorised rounding to bf16 (the two passes the separate layers made: a fused
-// scalar loop ran 10% slower); the fp32 product is a temporary.
+// h16 = bf16(max(rows16 w16^T + b, 0)): fc1's bf16 product, then its bias, ReLU and rounding to
+// bf16 in one pass over the fp32 product (a temporary), which fc2 and the backward's mask read.
 torch::Tensor bf16_relu_hidden(const torch::Tensor& rows16, const torch::Tensor& w16, const torch::Tensor& bias) {
-  return bf16_product_with_bias(rows16, w16, bias, /*relu=*/true).to(torch::kBFloat16);
+  auto y = torch::empty({rows16.size(0), w16.size(0)}, rows16.options().dtype(torch::kFloat32));
+  gemm_bf16(rows16, false, w16, true, y, false);
+  auto h16 = torch::empty(y.sizes(), rows16.options());
+  const bool has_bias = bias.numel() > 0;
+  const auto b = has_bias ? bias.contiguous() : bias;
+  const float *yp = y.const_data_ptr<float>(), *bp = has_bias ? b.const_data_ptr<float>() : nullptr;
+  auto* hp = reinterpret_cast<uint16_t*>(h16.data_ptr<c10::BFloat16>());
+  const int64_t cols = y.size(1);
+  for_row_blocks(y.size(0), [&](int64_t, int64_t r0, int64_t r1) { bias_relu_rows_to_bf16(yp, bp, hp, r0, r1, cols); });
+  return h16;
 }
 
 // The FFN under bf16 products, fc2(relu(fc1(x))) as one function: the products, roundings and
@@ -275,10 +327,11 @@ struct Bf16FeedForward : torch::autograd::Function<Bf16FeedForward> {
     const auto &rows = saved[0], &w1_16 = saved[1], &h16 = saved[2], &w2_16 = saved[3];
     const auto dy = grads[0].reshape({-1, w2_16.size(0)}).contiguous();
     torch::Tensor db1, db2;
-    if (ctx->saved_data["has_b2"].toBool() && ctx->needs_input_grad(4)) db2 = dy.sum(0);
-    const auto fc2 = bf16_layer_backward(dy.to(torch::kBFloat16), h16, w2_16, /*want_dx=*/true, ctx->needs_input_grad(3));
-    const auto dh16 = relu_backward(fc2.dx, h16, ctx->saved_data["has_b1"].toBool() && ctx->needs_input_grad(2), db1)
-                          .to(torch::kBFloat16);
+    const auto dy16 = masked_gradient(dy, torch::Tensor(), torch::kBFloat16,
+                                      ctx->saved_data["has_b2"].toBool() && ctx->needs_input_grad(4), db2);
+    const auto fc2 = bf16_layer_backward(dy16, h16, w2_16, /*want_dx=*/true, ctx->needs_input_grad(3));
+    const auto dh16 = masked_gradient(fc2.dx, h16, torch::kBFloat16,
+                                      ctx->saved_data["has_b1"].toBool() && ctx->needs_input_grad(2), db1);
     auto fc1 = bf16_layer_backward(dh16, rows, w1_16, ctx->needs_input_grad(0), ctx->needs_input_grad(1));
     if (fc1.dx.defined()) fc1.dx = shaped_like_input(fc1.dx, grads[0], w1_16.size(1));
     return {fc1.dx, fc1.dw, db1, fc2.dw, db2};
@@ -345,6 +398,15 @@ torch::Tensor empty_if_undefined(const torch::Tensor& bias, const torch::Tensor&
   return bias.defined() ? bias : torch::empty({0}, weight.options());
 }
 
+// Decoding's FFN under bf16 products: fc1's epilogue hands the hidden layer to fc2 as bf16
+// (bf16_relu_hidden), the same bits as fc1's fp32 output cast for fc2, one pass fewer.
+torch::Tensor inference_bf16_feed_forward(const torch::Tensor& x, const torch::Tensor& w1, const torch::Tensor& b1,
+                                          const torch::Tensor& w2, const torch::Tensor& b2) {
+  const auto rows = x.reshape({-1, x.size(-1)}).to(torch::kBFloat16).contiguous();
+  const auto h16 = bf16_relu_hidden(rows, kept_bf16_weight(w1), empty_if_undefined(b1, w1));
+  return bf16_product_with_bias(h16, kept_bf16_weight(w2), empty_if_undefined(b2, w2), false).view(output_shape(x, w2));
+}
+
 }  // namespace
 
 void require_available(LinearPrecision precision) {
@@ -391,6 +453,8 @@ torch::Tensor linear_relu(const torch::Tensor& x, const torch::Tensor& weight, c
 
 torch::Tensor feed_forward(const torch::Tensor& x, const torch::Tensor& w1, const torch::Tensor& b1,
                            const torch::Tensor& w2, const torch::Tensor& b2) {
+  if (inference_bf16_applies(x, w1) && inference_bf16_applies(x, w2))
+    return inference_bf16_feed_forward(x, w1, b1, w2, b2);
   if (bf16_applies(x, w1))
     return Bf16FeedForward::apply(x, w1, empty_if_undefined(b1, w1), w2, empty_if_undefined(b2, w2));
   return linear(linear_relu(x, w1, b1), w2, b2);

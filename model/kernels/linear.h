@@ -11,7 +11,9 @@
 // linear layer that records a gradient multiplies bf16 copies of its input, weight and
 // output gradient with fp32 sums and fp32 results (bf16_gemm.h): the forward and both
 // backward products. Everything around them (bias, ReLU, the saved output, the gradients
-// handed on) stays float32; the saved input is its bf16 copy, half the memory.
+// handed on) stays float32; the saved input is its bf16 copy, half the memory. The output
+// gradient's bf16 copy is rounded in the pass that masks it by the ReLU or sums the bias
+// gradient (bf16_round.h), not in a cast after it.
 #include <torch/torch.h>
 
 namespace nmt::model::kernels {
@@ -38,7 +40,9 @@ torch::Tensor linear_relu(const torch::Tensor& x, const torch::Tensor& weight, c
 // linear(linear_relu(x, w1, b1), w2, b2): the FFN with nothing between its layers. Under bf16
 // products in training it is one function that computes the same values but keeps the hidden
 // layer only as its bf16 copy (fc2's operand; fc1's backward masks by it) instead of also in
-// fp32; the mask differs from the fp32 one only for hidden values below 2^-133.
+// fp32; the mask differs from the fp32 one only for hidden values below 2^-133. In decoding's
+// bf16 products fc1's epilogue hands fc2 the bf16 hidden layer (the same bits as the two layers
+// apart, one pass fewer).
 torch::Tensor feed_forward(const torch::Tensor& x, const torch::Tensor& w1, const torch::Tensor& b1,
                            const torch::Tensor& w2, const torch::Tensor& b2);
 
