@@ -123,5 +123,42 @@ TEST(DecodeAttention, AppliesOnlyToInferenceOnTheCpuWithFewQueries) {
   EXPECT_FALSE(kernels::use_decode_attention(q, torch::Tensor(), false));  // gradients on: autograd needs LibTorch's op
 }
 
+// Decoding under bf16 products caches keys and values in bf16: the kernels read them as the
+// floats they round to, so bf16 keys and values give bit for bit what float32 keys and values
+// holding the same numbers give (the float32 path being checked against LibTorch above).
+TEST(DecodeAttention, Bf16KeysAndValuesReadAsTheFloatsTheyRoundTo) {
+  torch::manual_seed(12);
+  torch::NoGradGuard no_grad;
+  const int64_t sentences = 6, heads = 4, tk = 13;
+  auto rounded = [](const torch::Tensor& x) { return x.to(torch::kBFloat16).to(torch::kFloat32); };
+  for (int64_t d : {64, 32, 48}) {  // the compiled-in widths and a run-time one
+    const torch::Tensor kv = torch::randn({sentences, tk, 2 * heads * d}).to(torch::kBFloat16);
+    auto heads_of = [&](const torch::Tensor& x, int64_t part) {
+      return x.narrow(2, part * heads * d, heads * d).view({sentences, tk, heads, d}).transpose(1, 2);
+    };
+    torch::Tensor mask = torch::ones({sentences, 1, 1, tk}, torch::kBool);
+    mask[2].slice(-1, 5).fill_(false);
+    for (int64_t tq : {1, 5}) {
+      const torch::Tensor q = torch::randn({sentences, tq, heads * d}).view({sentences, tq, heads, d}).transpose(1, 2);
+      const torch::Tensor got = kernels::decode_attention(q, heads_of(kv, 0), heads_of(kv, 1), mask);
+      const torch::Tensor as_floats = kv.to(torch::kFloat32);
+      EXPECT_TRUE(got.equal(kernels::decode_attention(q, heads_of(as_floats, 0), heads_of(as_floats, 1), mask)))
+          << "d " << d << ", " << tq << " queries";
+    }
+    const int64_t rows = 5, slot_rows = 8, steps = 6, capacity = 16;
+    const torch::Tensor k = rounded(torch::randn({capacity, slot_rows, heads * d})),
+                        v = rounded(torch::randn({capacity, slot_rows, heads * d}));
+    const torch::Tensor history = torch::randint(0, slot_rows, {rows, steps}, torch::kInt32);
+    const torch::Tensor q = torch::randn({rows, heads * d});
+    EXPECT_TRUE(kernels::decode_self_attention(q, k.to(torch::kBFloat16), v.to(torch::kBFloat16), history, heads)
+                    .equal(kernels::decode_self_attention(q, k, v, history, heads)))
+        << "self-attention, d " << d;
+    EXPECT_THROW(kernels::decode_self_attention(q, k.to(torch::kBFloat16), v, history, heads), c10::Error)
+        << "keys and values of two types";
+    EXPECT_THROW(kernels::decode_self_attention(q.to(torch::kBFloat16), k, v, history, heads), c10::Error)
+        << "a bf16 query";
+  }
+}
+
 }  // namespace
 }  // namespace nmt::model

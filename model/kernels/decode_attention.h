@@ -9,8 +9,10 @@
 
 namespace nmt::model::kernels {
 
-// q: [B, H, Tq, D], k and v: [S, H, Tk, D], float32 CPU, each with its last dimension
-// contiguous (head views of [S, T, H * D] projections and cache slices qualify);
+// q: [B, H, Tq, D] float32, k and v: [S, H, Tk, D], both float32 or both bf16 (decoding under
+// bf16 products caches them so: half the bytes to read each step; they are read as the floats
+// they round to and summed in float32), CPU tensors, each with its last dimension contiguous
+// (head views of [S, T, H * D] projections and cache slices qualify);
 // key_mask: undefined, or bool [S, 1, 1, Tk] with true = may attend. rows: undefined (S == B,
 // query row b reads keys b), or int64 [B] with values in [0, S): query row b reads the keys,
 // values and mask of rows[b], so that sentences leaving a decoding batch shrink this table
@@ -29,7 +31,8 @@ bool use_decode_attention(const torch::Tensor& q, const torch::Tensor& key_mask,
 // is history[r][s] (int32 [N, T], T = steps so far including this one). Reordering the whole
 // cache every step (index_select) and growing it by concatenation would copy every layer's
 // keys and values twice per step (~8% of decoding at beam 5). q: [N, H * D] with
-// contiguous rows (a view of the fused projection qualifies). Returns [N, H * D].
+// contiguous rows (a view of the fused projection qualifies), float32; k and v both float32
+// or both bf16, as in decode_attention. Returns [N, H * D] float32.
 torch::Tensor decode_self_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                     const torch::Tensor& history, int64_t heads);
 

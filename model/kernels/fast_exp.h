@@ -9,7 +9,10 @@
 
 namespace nmt::model::kernels {
 
-inline float exp_nonpositive(float x) {
+// Always inlined: a call per element, which the compiler chose once the decoding attention
+// kernel grew (perf: 4.6% of bf16 decoding at beam 5 in the call itself), also keeps the loop
+// from being vectorised.
+[[gnu::always_inline]] inline float exp_nonpositive(float x) {
   x = x < -87.0f ? -87.0f : x;  // a value select, not std::max's reference: keeps the loop vectorisable
   const float n = std::floor(x * 1.44269504088896341f + 0.5f);
   const float r = x - n * 0.693359375f + n * 2.12194440e-4f;
