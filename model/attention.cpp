@@ -44,10 +44,24 @@ torch::Tensor MultiHeadAttentionImpl::split_heads(const torch::Tensor& x) const 
   return x.view({x.size(0), x.size(1), heads_, d_model_ / heads_}).transpose(1, 2);
 }
 
+namespace {
+// Whether decoding caches keys and values in bf16: CPU decoding under bf16 products
+// (train.precision=bf16), where the decoding kernels read them. Each step reads every cached
+// key and value of the batch (the cross-attention's: megabytes per layer, beyond L2), so half
+// the bytes is less of each step's wait on memory. Products of bf16-rounded keys and values,
+// summed in float32: the rounding is the one the bf16 GEMMs already apply to their inputs.
+bool bf16_cache_for(const torch::Tensor& q) {
+  return q.device().is_cpu() && q.scalar_type() == torch::kFloat32 && !torch::GradMode::is_enabled() &&
+         kernels::inference_precision() == kernels::LinearPrecision::kBf16;
+}
+}  // namespace
+
 torch::Tensor MultiHeadAttentionImpl::attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                              const torch::Tensor& mask, const torch::Tensor& rows) {
   if (kernels::use_decode_attention(q, mask, is_training()))
     return kernels::linear(kernels::decode_attention(q, k, v, mask, rows), out_proj->weight, out_proj->bias);
+  if (k.scalar_type() != q.scalar_type())  // a bf16 cache, and more queries than the decoding kernel takes
+    return attend(q, k.to(q.scalar_type()), v.to(q.scalar_type()), mask, rows);
   if (rows.defined())  // LibTorch's kernel reads whole rows: take the live ones
     return attend(q, k.index_select(0, rows), v.index_select(0, rows),
                   mask.defined() ? mask.index_select(0, rows) : mask);
@@ -87,12 +101,12 @@ void reserve(StepCache& c, int64_t step, int64_t rows, int64_t d, const torch::T
 torch::Tensor MultiHeadAttentionImpl::incremental_self_forward(const torch::Tensor& x, StepCache& c) {
   const int64_t rows = x.size(0), d = d_model_;
   const torch::Tensor qkv = project(in_proj, x, in_bias_mask_).view({rows, 3 * d});
-  reserve(c, c.step, rows, d, qkv.options());
+  reserve(c, c.step, rows, d, bf16_cache_for(qkv) ? qkv.options().dtype(torch::kBFloat16) : qkv.options());
   c.k[c.step].narrow(0, 0, rows).copy_(qkv.narrow(1, d, d));
   c.v[c.step].narrow(0, 0, rows).copy_(qkv.narrow(1, 2 * d, d));
   const torch::Tensor q = qkv.narrow(1, 0, d);
   torch::Tensor out;
-  if (q.device().is_cpu() && q.scalar_type() == torch::kFloat32) {
+  if (q.device().is_cpu() && q.scalar_type() == torch::kFloat32) {  // keys and values float32 or bf16
     out = kernels::decode_self_attention(q, c.k, c.v, c.history, heads_);
   } else {  // gather each row's keys ([rows, steps, d]) and use the general kernel
     const auto when = torch::arange(c.history.size(1), c.history.options().dtype(torch::kInt64)).unsqueeze(0);
@@ -109,11 +123,12 @@ torch::Tensor MultiHeadAttentionImpl::cross_forward(const torch::Tensor& q, cons
                                                     const torch::Tensor& mask, KVCache* cache) {
   const torch::Tensor queries = kernels::linear(q, q_proj->weight, q_proj->bias);
   if (cache && !cache->empty()) return attend(split_heads(queries), cache->k, cache->v, mask, cache->rows);
-  const torch::Tensor kv = project(kv_proj, memory, kv_bias_mask_);
+  torch::Tensor kv = project(kv_proj, memory, kv_bias_mask_);
   // The projections' outputs decide: under autocast they are bf16 while q is float32.
   if (!cache && kv.scalar_type() == queries.scalar_type() &&
       kernels::use_short_attention(queries, d_model_, heads_, memory.size(1), is_training() ? dropout_ : 0.0))
     return kernels::linear(kernels::short_cross_attention(queries, kv, mask, heads_), out_proj->weight, out_proj->bias);
+  if (cache && bf16_cache_for(queries)) kv = kv.to(torch::kBFloat16);
   const auto parts = kv.chunk(2, -1);
   const torch::Tensor k = split_heads(parts[0]), v = split_heads(parts[1]);
   if (cache) {
