@@ -3,10 +3,13 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 
 #include "eval/search.h"
+#include "model/kernels/bf16_gemm.h"
+#include "model/kernels/linear.h"
 #include "model/transformer.h"
 #include "checkpoint/checkpoint.h"
 
@@ -106,6 +109,38 @@ TEST(Model, IncrementalDecodingEqualsFullRecomputation) {
       EXPECT_LT((step - full.select(1, t)).abs().max().item<double>(), 1e-5) << name << " step " << t;
     }
   }
+}
+
+// Decoding under bf16 products (train.precision=bf16 in translate and evaluate) caches every
+// layer's keys and values in bf16, which the decoding attention reads as the floats they round
+// to: each step's log-probabilities stay within bf16's rounding of fp32's full recomputation.
+TEST(Model, IncrementalDecodingUnderBf16CachesBf16AndStaysNearFp32) {
+  if (!kernels::bf16_gemm_problem().empty()) GTEST_SKIP() << kernels::bf16_gemm_problem();
+  const auto f = load_fixture("transformer_prenorm.pt");
+  Transformer m = fixture_model(f);
+  torch::NoGradGuard g;
+  const auto src = f.at("src").toTensor();
+  const auto tgt = torch::tensor({2, 17, 18, 19, 20, 2, 21, 9, 4, 4, 2, 22, 5, 6, 7}, torch::kInt64).view({3, 5});
+  const auto full = torch::log_softmax(m->forward(src, tgt), -1);
+  struct Bf16Decoding {
+    Bf16Decoding() { kernels::set_inference_precision(kernels::LinearPrecision::kBf16); }
+    ~Bf16Decoding() { kernels::set_inference_precision(kernels::LinearPrecision::kFp32); }
+  } bf16;
+  DecoderState state = m->start_decoding(src);
+  double largest = 0.0;
+  for (int64_t t = 0; t < tgt.size(1); ++t) {
+    const auto step = m->decode_step(tgt.select(1, t), state);
+    const double err = (step - full.select(1, t)).abs().max().item<double>();
+    EXPECT_LT(err, 0.05) << "step " << t;  // bf16 moves this model's log-probabilities by up to 0.018
+    largest = std::max(largest, err);
+    for (const LayerCache& layer : state.layers) {
+      EXPECT_EQ(layer.self.k.scalar_type(), torch::kBFloat16) << "step " << t;
+      EXPECT_EQ(layer.self.v.scalar_type(), torch::kBFloat16) << "step " << t;
+      EXPECT_EQ(layer.cross.k.scalar_type(), torch::kBFloat16) << "step " << t;
+      EXPECT_EQ(layer.cross.v.scalar_type(), torch::kBFloat16) << "step " << t;
+    }
+  }
+  EXPECT_GT(largest, 1e-5) << "fp32 by accident";
 }
 
 TEST(Model, TiedEmbeddingIsOneParameterAndPadRowStartsZero) {
