@@ -184,6 +184,7 @@ std::vector<Field> data_fields() {
       NMT_FIELD(data, subword_alpha, (Range{0, 100})),
       NMT_FIELD(data, reversed_weight, (Range{0, 1e6})),
       NMT_FIELD(data, reversed_until_update, (Range{0, 1e15})),
+      NMT_FIELD(data, concat_weight, (Range{0, 1e6})),
       NMT_FIELD(data, workers, (Range{0, 1024})),
       NMT_FIELD(data, num_shards, (Range{1, 100000})),
       NMT_FIELD(data, max_len, (Range{1, 100000})),

@@ -51,6 +51,11 @@ struct DataConfig {
   // vocabulary, tied embeddings). 0 = off.
   double reversed_weight = 0.0;
   int64_t reversed_until_update = 0;
+  // Concatenation augmentation (data/concat_pairing.h; Nguyen, Murray & Chiang 2021):
+  // preprocess also writes every training corpus with each pair joined to another of its pairs
+  // ("<corpus>.concat"), and training draws micro-batches from it with concat_weight x the
+  // corpus's weight. 0 = off.
+  double concat_weight = 0.0;
   int64_t workers = 0;                 // threads that encode with SentencePiece (0 = one per core); shards are the same for any number
   int64_t num_shards = 4;              // shards written for the training split (others get one)
   int64_t max_len = 250;               // drop training pairs with a side longer than this (pieces)
@@ -77,17 +82,22 @@ inline std::string subword_sample_split(const std::string& corpus, int64_t k) {
 // The shard split of training corpus `corpus` with its sides swapped (data.reversed_weight).
 inline std::string reversed_split(const std::string& corpus) { return corpus + ".reversed"; }
 
+// The shard split of training corpus `corpus` with each pair joined to another (data.concat_weight).
+inline std::string concat_split(const std::string& corpus) { return corpus + ".concat"; }
+
 // The shard splits training reads, with their weights: the training corpora, each followed by
 // its data.subword_samples sampled segmentations, which share the corpus's weight equally,
-// and under data.reversed_weight by its reversed split (reversed_weight x the corpus's weight).
+// under data.reversed_weight by its reversed split (reversed_weight x the corpus's weight), and
+// under data.concat_weight by its joined split (concat_weight x the corpus's weight).
 inline std::vector<std::pair<std::string, double>> training_shard_splits(const DataConfig& cfg) {
-  if (cfg.subword_samples == 0 && cfg.reversed_weight == 0) return training_corpora(cfg);
+  if (cfg.subword_samples == 0 && cfg.reversed_weight == 0 && cfg.concat_weight == 0) return training_corpora(cfg);
   std::vector<std::pair<std::string, double>> out;
   for (const auto& [corpus, weight] : training_corpora(cfg)) {
     const double share = weight / static_cast<double>(cfg.subword_samples + 1);
     out.emplace_back(corpus, share);
     for (int64_t k = 1; k <= cfg.subword_samples; ++k) out.emplace_back(subword_sample_split(corpus, k), share);
     if (cfg.reversed_weight > 0) out.emplace_back(reversed_split(corpus), cfg.reversed_weight * weight);
+    if (cfg.concat_weight > 0) out.emplace_back(concat_split(corpus), cfg.concat_weight * weight);
   }
   return out;
 }

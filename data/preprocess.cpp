@@ -19,6 +19,7 @@
 #include "base/progress.h"
 #include "base/sha256.h"
 #include "base/signal_deferral.h"
+#include "data/concat_pairing.h"
 #include "data/data_error.h"
 #include "data/encoded_pairs_spill.h"
 #include "data/reservoir_sample.h"
@@ -138,6 +139,15 @@ std::string training_key(const DataConfig& cfg) {
   return "data.train_corpora = {" + names + "}";
 }
 
+// A raw split named like `derived`, a split preprocess writes from training corpus `corpus`
+// (`what` says which), would be overwritten by it: refused.
+void refuse_derived_name(const DataConfig& cfg, const std::vector<std::string>& names, const std::string& derived,
+                         const std::string& corpus, const std::string& what) {
+  if (std::find(names.begin(), names.end(), derived) == names.end()) return;
+  throw DataError((fs::path(cfg.raw_dir) / (derived + "." + cfg.src_lang)).string() +
+                  ": a raw split has the name of training corpus '" + corpus + "''s " + what + ": rename it");
+}
+
 // Every split present in one language must be present in the other, and the training and
 // validation splits must be there: a half-present split is an error, not a skip.
 std::vector<RawSplit> find_raw_splits(const DataConfig& cfg) {
@@ -157,18 +167,16 @@ std::vector<RawSplit> find_raw_splits(const DataConfig& cfg) {
                     cfg.src_lang + "', data.tgt_lang = '" + cfg.tgt_lang + "', " + training_key(cfg) +
                     ", data.valid_split = '" + cfg.valid_split + "')");
   }
-  for (const auto& [corpus, weight] : training_corpora(cfg))
+  for (const auto& [corpus, weight] : training_corpora(cfg)) {
     for (int64_t k = 1; k <= cfg.subword_samples; ++k)
-      if (std::find(names.begin(), names.end(), subword_sample_split(corpus, k)) != names.end())
-        throw DataError((fs::path(cfg.raw_dir) / (subword_sample_split(corpus, k) + "." + cfg.src_lang)).string() +
-                        ": a raw split has the name of training corpus '" + corpus + "''s sampled segmentation " +
-                        std::to_string(k) + " (data.subword_samples = " + std::to_string(cfg.subword_samples) +
-                        "): rename it");
-  for (const auto& [corpus, weight] : training_corpora(cfg))
-    if (cfg.reversed_weight > 0 && std::find(names.begin(), names.end(), reversed_split(corpus)) != names.end())
-      throw DataError((fs::path(cfg.raw_dir) / (reversed_split(corpus) + "." + cfg.src_lang)).string() +
-                      ": a raw split has the name of training corpus '" + corpus +
-                      "''s reversed split (data.reversed_weight > 0): rename it");
+      refuse_derived_name(cfg, names, subword_sample_split(corpus, k), corpus,
+                          "sampled segmentation " + std::to_string(k) +
+                              " (data.subword_samples = " + std::to_string(cfg.subword_samples) + ")");
+    if (cfg.reversed_weight > 0)
+      refuse_derived_name(cfg, names, reversed_split(corpus), corpus, "reversed split (data.reversed_weight > 0)");
+    if (cfg.concat_weight > 0)
+      refuse_derived_name(cfg, names, concat_split(corpus), corpus, "joined split (data.concat_weight > 0)");
+  }
   std::vector<RawSplit> splits;
   for (const std::string& name : names)
     splits.push_back({name, find_split_file(cfg.raw_dir, name, cfg.src_lang), find_split_file(cfg.raw_dir, name, cfg.tgt_lang)});
@@ -277,18 +285,71 @@ const std::vector<int>& within_max_len(const DataConfig& cfg, const std::vector<
   return static_cast<int64_t>(sampled.size()) > cfg.max_len ? best : sampled;
 }
 
-// Streams one split through SentencePiece, a block of lines at a time on data.workers threads,
-// and appends the kept pairs, in input order, to `out` (and their sampled segmentations to
-// `samples`, one writer per sample, for a training corpus under data.subword_samples). The
+// The splits preprocess derives from a training corpus as it encodes it: one writer per sampled
+// segmentation (data.subword_samples), the reversed split (data.reversed_weight) and the joined
+// one (data.concat_weight); null or empty when off, and for every other split.
+struct DerivedWriters {
+  std::vector<std::unique_ptr<EncodedPairsWriter>> samples;
+  std::unique_ptr<EncodedPairsWriter> reversed, concatenated;
+  void close() {
+    for (auto& w : samples) w->close();
+    if (reversed) reversed->close();
+    if (concatenated) concatenated->close();
+  }
+};
+
+// Appends the block's kept pairs (`kept`: their slots in `block`) to the joined split, each
+// joined to its partner (data/concat_pairing.h); a pair whose joined source or target would be
+// longer than data.max_len goes in alone, so the joined split keeps exactly the corpus's pairs.
+void append_joined(const DataConfig& cfg, const EncodedBlock& block, const std::vector<size_t>& kept,
+                   const std::string& split, int64_t block_index, EncodedPairsWriter& out) {
+  const std::vector<int64_t> partner = concat_partners(static_cast<int64_t>(kept.size()), split, block_index);
+  for (size_t j = 0; j < kept.size(); ++j) {
+    const size_t i = kept[j], p = kept[static_cast<size_t>(partner[j])];
+    const bool fits = static_cast<int64_t>(block.a[i].size() + block.a[p].size()) <= cfg.max_len &&
+                      static_cast<int64_t>(block.b[i].size() + block.b[p].size()) <= cfg.max_len;
+    if (fits)
+      out.append(joined(block.a[i], block.a[p]), joined(block.b[i], block.b[p]));
+    else
+      out.append(block.a[i], block.b[i]);
+  }
+}
+
+// Appends the block's pairs to `out`, and their derived forms to `derived`, in input order. The
 // training split drops pairs with an empty side or a side longer than data.max_len (counted in
 // `entry`); other splits keep every line, as evaluation needs.
+void append_block(const DataConfig& cfg, const RawSplit& s, const EncodedBlock& block, const std::vector<std::string>& src_lines,
+                  const std::vector<std::string>& tgt_lines, int64_t block_index, EncodedPairsWriter& out,
+                  DerivedWriters& derived, SplitEntry& entry) {
+  const bool is_train = is_training_corpus(cfg, s.name);
+  std::vector<size_t> kept;
+  for (size_t i = 0; i < src_lines.size(); ++i) {
+    const auto &a = block.a[i], &b = block.b[i];
+    if (is_train && (src_lines[i].empty() || tgt_lines[i].empty())) {
+      ++entry.skipped_empty;
+      continue;
+    }
+    if (is_train && (static_cast<int64_t>(a.size()) > cfg.max_len || static_cast<int64_t>(b.size()) > cfg.max_len)) {
+      ++entry.skipped_too_long;
+      continue;
+    }
+    out.append(a, b);
+    kept.push_back(i);
+    for (size_t k = 0; k < derived.samples.size(); ++k)
+      derived.samples[k]->append(within_max_len(cfg, block.sa[k][i], a), within_max_len(cfg, block.sb[k][i], b));
+    if (derived.reversed) derived.reversed->append(b, a);
+  }
+  if (derived.concatenated) append_joined(cfg, block, kept, s.name, block_index, *derived.concatenated);
+}
+
+// Streams one split through SentencePiece, a block of lines at a time on data.workers threads,
+// and appends the kept pairs, in input order, to `out` (and, for a training corpus, its derived
+// splits to `derived`).
 void encode_split(const DataConfig& cfg, const RawSplit& s, const sentencepiece::SentencePieceProcessor& sp,
-                  base::SignalDeferral& interrupts, std::FILE* log, EncodedPairsWriter& out,
-                  std::vector<std::unique_ptr<EncodedPairsWriter>>& samples, EncodedPairsWriter* reversed,
+                  base::SignalDeferral& interrupts, std::FILE* log, EncodedPairsWriter& out, DerivedWriters& derived,
                   SplitEntry& entry) {
   constexpr size_t kBlock = 8192;  // lines per block: progress and interrupts are checked between blocks
-  const bool is_train = is_training_corpus(cfg, s.name);
-  const SubwordSampling sampling{static_cast<int64_t>(samples.size()), cfg.subword_nbest, cfg.subword_alpha};
+  const SubwordSampling sampling{static_cast<int64_t>(derived.samples.size()), cfg.subword_nbest, cfg.subword_alpha};
   const int workers = worker_count(cfg);
   entry.raw_lines = s.lines;
   base::Progress progress("preprocess " + s.name, entry.raw_lines, log);
@@ -302,26 +363,11 @@ void encode_split(const DataConfig& cfg, const RawSplit& s, const sentencepiece:
     read_block(src_in, tgt_in, kBlock, src_lines, tgt_lines);
     if (src_lines.empty()) break;
     encode_block(sp, src_lines, tgt_lines, sampling, s.name, first_line, workers, block);
-    for (size_t i = 0; i < src_lines.size(); ++i) {
-      const auto &a = block.a[i], &b = block.b[i];
-      if (is_train && (src_lines[i].empty() || tgt_lines[i].empty())) {
-        ++entry.skipped_empty;
-        continue;
-      }
-      if (is_train && (static_cast<int64_t>(a.size()) > cfg.max_len || static_cast<int64_t>(b.size()) > cfg.max_len)) {
-        ++entry.skipped_too_long;
-        continue;
-      }
-      out.append(a, b);
-      for (size_t k = 0; k < samples.size(); ++k)
-        samples[k]->append(within_max_len(cfg, block.sa[k][i], a), within_max_len(cfg, block.sb[k][i], b));
-      if (reversed) reversed->append(b, a);
-    }
+    append_block(cfg, s, block, src_lines, tgt_lines, first_line / static_cast<int64_t>(kBlock), out, derived, entry);
   }
   progress.finish();
   out.close();
-  for (auto& w : samples) w->close();
-  if (reversed) reversed->close();
+  derived.close();
   entry.examples = out.pairs();
   if (entry.examples == 0) throw DataError(s.src_path + ": no usable sentence pairs");
 }
@@ -360,23 +406,25 @@ std::vector<std::string> write_all(const DataConfig& cfg, const std::vector<RawS
   for (const RawSplit& s : splits) {
     const bool is_train = is_training_corpus(cfg, s.name);
     const int64_t shards_wanted = is_train ? cfg.num_shards : 1;
-    // The split, then its sampled segmentations, then its reversed split.
+    // The split, then its sampled segmentations, its reversed split and its joined split.
     std::vector<std::string> names{s.name};
     for (int64_t k = 1; is_train && k <= cfg.subword_samples; ++k) names.push_back(subword_sample_split(s.name, k));
-    const bool with_reversed = is_train && cfg.reversed_weight > 0;
-    if (with_reversed) names.push_back(reversed_split(s.name));
+    if (is_train && cfg.reversed_weight > 0) names.push_back(reversed_split(s.name));
+    if (is_train && cfg.concat_weight > 0) names.push_back(concat_split(s.name));
     SplitEntry entry;
     {
       EncodedPairsWriter pairs(pairs_path(s.name));
-      std::vector<std::unique_ptr<EncodedPairsWriter>> samples;
+      DerivedWriters derived;
       for (int64_t k = 1; is_train && k <= cfg.subword_samples; ++k)
-        samples.push_back(std::make_unique<EncodedPairsWriter>(pairs_path(names[static_cast<size_t>(k)])));
-      std::unique_ptr<EncodedPairsWriter> reversed;
-      if (with_reversed) reversed = std::make_unique<EncodedPairsWriter>(pairs_path(names.back()));
-      encode_split(cfg, s, sp, interrupts, log, pairs, samples, reversed.get(), entry);
+        derived.samples.push_back(std::make_unique<EncodedPairsWriter>(pairs_path(subword_sample_split(s.name, k))));
+      if (is_train && cfg.reversed_weight > 0)
+        derived.reversed = std::make_unique<EncodedPairsWriter>(pairs_path(reversed_split(s.name)));
+      if (is_train && cfg.concat_weight > 0)
+        derived.concatenated = std::make_unique<EncodedPairsWriter>(pairs_path(concat_split(s.name)));
+      encode_split(cfg, s, sp, interrupts, log, pairs, derived, entry);
     }
     for (const std::string& name : names) {
-      SplitEntry e = entry;  // a sampled or reversed split keeps exactly the corpus's pairs
+      SplitEntry e = entry;  // a sampled, reversed or joined split keeps exactly the corpus's pairs
       const std::vector<std::string> files = write_split_shards(name, shards_wanted, m, pairs_path(name), tmp, interrupts, e);
       fs::remove(pairs_path(name));
       outputs.insert(outputs.end(), files.begin(), files.end());

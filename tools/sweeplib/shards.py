@@ -38,6 +38,9 @@ def data_settings(resolved):
     # only training reads): one directory serves every weight.
     if float(resolved.get("data.reversed_weight") or 0) > 0:
         settings["data.reversed"] = True
+    # The same for data.concat_weight and the joined splits.
+    if float(resolved.get("data.concat_weight") or 0) > 0:
+        settings["data.concat"] = True
     return settings
 
 
@@ -56,7 +59,7 @@ def assign_shard_dirs(ctx):
     own, get SHARDS/<settings>; the others use the config's shard_dir as it is."""
     for point in ctx.sweep.points:
         keys = {word.split("=", 1)[0] for word in ctx.sweep.overrides(point)}
-        if keys & (set(PREPROCESS_KEYS) | set(PREPROCESS_KEYS_IF_SET) | set(SUBWORD_KEYS) | {"data.reversed_weight"}) \
+        if keys & (set(PREPROCESS_KEYS) | set(PREPROCESS_KEYS_IF_SET) | set(SUBWORD_KEYS) | {"data.reversed_weight", "data.concat_weight"}) \
                 and "data.shard_dir" not in keys:
             ctx.shard_dirs[point.name] = own_shard_dir(ctx, point)
 
