@@ -10,13 +10,8 @@ set -uo pipefail
 build=$(cd "$1" && pwd) python=$2
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/job_env.sh
-source "$here/job_env.sh"  # PRE, TRAIN, a scratch working directory, fail
-"$python" "$here/make_toy_corpus.py" raw 300
-cat > c.yaml <<'YAML'
-data: {raw_dir: raw, shard_dir: plain, vocab_size: 40, num_shards: 2, max_tokens: 100}
-model: {d_model: 32, ffn_dim: 64, heads: 4, encoder_layers: 1, decoder_layers: 1}
-train: {max_updates: 20, threads: 1, log_interval: 1, validate_interval_updates: 20, save_dir: run, tensorboard: false}
-YAML
+source "$here/job_env.sh"  # PRE, TRAIN, a scratch working directory, fail, derived_split_toy_job
+derived_split_toy_job 20
 "$PRE" --config c.yaml > /dev/null 2>&1 || fail "preprocess without the option"
 "$PRE" --config c.yaml data.shard_dir=cat1 data.workers=1 data.concat_weight=1 > pre.log 2>&1 || { cat pre.log; fail "preprocess with it"; }
 "$PRE" --config c.yaml data.shard_dir=cat2 data.workers=2 data.concat_weight=0.5 > /dev/null 2>&1 || fail "preprocess with it, 2 workers"

@@ -35,3 +35,16 @@ dist: {bucket_mb: 0.01, deterministic_reduce: true, timeout_s: $timeout_s}
 YAML
   "$PRE" --config c.yaml > /dev/null 2>&1 || fail preprocess
 }
+
+# derived_split_toy_job MAX_UPDATES: the toy corpus (raw/, 300 pairs) and config (c.yaml, shards
+# in plain/, a log line and corpus tokens every update) of the jobs that test a split preprocess
+# derives from the training corpus (tests/reversed_corpus_jobs.sh, tests/concat_corpus_jobs.sh).
+# Needs python and here.
+derived_split_toy_job() {
+  "$python" "$here/make_toy_corpus.py" raw 300
+  cat > c.yaml <<YAML
+data: {raw_dir: raw, shard_dir: plain, vocab_size: 40, num_shards: 2, max_tokens: 100}
+model: {d_model: 32, ffn_dim: 64, heads: 4, encoder_layers: 1, decoder_layers: 1}
+train: {max_updates: $1, threads: 1, log_interval: 1, validate_interval_updates: $1, save_dir: run, tensorboard: false}
+YAML
+}
