@@ -18,7 +18,7 @@
 # averaged as above) and scores the ensemble of the members (evaluate with one --checkpoint
 # each: the mean of their probabilities), as fairseq's --path a:b:c or Marian's --models:
 #   SEEDS="1 2 3" CONFIG=configs/multi30k_de_en.yaml EXTRA="eval.beam=10" bash launch/quickstart.sh
-# (the 3-hour De->En recipe; En->De's: EXTRA="eval.beam=5 eval.average_last=10", README.md).
+# (the 3-hour De->En recipe; En->De's: EXTRA="data.concat_weight=0 data.shard_dir=data-bin/multi30k_en_de eval.beam=5 eval.lenpen=1.4 eval.average_last=10", README.md).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 raw=${1:-$root/../shared/data/multi30k}
