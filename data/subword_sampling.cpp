@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/fnv1a.h"
 #include "data/data_error.h"
 
 namespace nmt::data {
@@ -19,17 +20,10 @@ uint64_t mix64(uint64_t x) {
 // A uniform draw in [0, 1) with 53 random bits, the same on every platform.
 double unit_draw(uint64_t key) { return static_cast<double>(mix64(key) >> 11) * 0x1.0p-53; }
 
-// FNV-1a: a stable hash of a split's name (std::hash is not the same everywhere).
-uint64_t fnv1a(const std::string& text) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ull;
-  return h;
-}
-
 }  // namespace
 
 uint64_t line_key(const std::string& split, int64_t line, int side) {
-  return mix64(fnv1a(split) ^ mix64(static_cast<uint64_t>(line) * 2 + static_cast<uint64_t>(side)));
+  return mix64(base::fnv1a(split) ^ mix64(static_cast<uint64_t>(line) * 2 + static_cast<uint64_t>(side)));
 }
 
 std::vector<std::vector<int>> sample_segmentations(const sentencepiece::SentencePieceProcessor& sp,
