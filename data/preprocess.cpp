@@ -204,6 +204,7 @@ Manifest vocabulary_manifest(const DataConfig& cfg, const std::string& proto, se
   m.special = {sp.pad_id(), sp.unk_id(), sp.bos_id(), sp.eos_id()};
   if (m.special.pad < 0 || m.special.bos < 0 || m.special.eos < 0)
     throw DataError(spm_source + ": the SentencePiece model needs pad, bos and eos ids (train it with --pad_id etc.)");
+  if (cfg.concat_weight > 0) check_encodes_words_alone(sp, spm_source);
   return m;
 }
 
@@ -291,6 +292,7 @@ const std::vector<int>& within_max_len(const DataConfig& cfg, const std::vector<
 struct DerivedWriters {
   std::vector<std::unique_ptr<EncodedPairsWriter>> samples;
   std::unique_ptr<EncodedPairsWriter> reversed, concatenated;
+  int64_t concatenated_alone = 0;  // pairs the joined split holds alone (see append_joined)
   void close() {
     for (auto& w : samples) w->close();
     if (reversed) reversed->close();
@@ -299,25 +301,29 @@ struct DerivedWriters {
 };
 
 // Appends the block's kept pairs (`kept`: their slots in `block`) to the joined split, each
-// joined to its partner (data/concat_pairing.h); a pair whose joined source or target would be
-// longer than data.max_len goes in alone, so the joined split keeps exactly the corpus's pairs.
+// joined to its partner (data/concat_pairing.h). A pair goes in alone, counted in `alone`, when
+// its joined source or target would be longer than data.max_len or it is its block's only pair
+// (its own partner), so the joined split keeps exactly the corpus's pairs.
 void append_joined(const DataConfig& cfg, const EncodedBlock& block, const std::vector<size_t>& kept,
-                   const std::string& split, int64_t block_index, EncodedPairsWriter& out) {
+                   const std::string& split, int64_t block_index, EncodedPairsWriter& out, int64_t& alone) {
   const std::vector<int64_t> partner = concat_partners(static_cast<int64_t>(kept.size()), split, block_index);
   for (size_t j = 0; j < kept.size(); ++j) {
     const size_t i = kept[j], p = kept[static_cast<size_t>(partner[j])];
     const bool fits = static_cast<int64_t>(block.a[i].size() + block.a[p].size()) <= cfg.max_len &&
                       static_cast<int64_t>(block.b[i].size() + block.b[p].size()) <= cfg.max_len;
-    if (fits)
+    if (fits && p != i) {
       out.append(joined(block.a[i], block.a[p]), joined(block.b[i], block.b[p]));
-    else
+    } else {
       out.append(block.a[i], block.b[i]);
+      ++alone;
+    }
   }
 }
 
 // Appends the block's pairs to `out`, and their derived forms to `derived`, in input order. The
-// training split drops pairs with an empty side or a side longer than data.max_len (counted in
-// `entry`); other splits keep every line, as evaluation needs.
+// training split drops pairs with an empty side (empty raw text, or text SentencePiece encodes to
+// no pieces, such as spaces alone) or a side longer than data.max_len (counted in `entry`);
+// other splits keep every line, as evaluation needs.
 void append_block(const DataConfig& cfg, const RawSplit& s, const EncodedBlock& block, const std::vector<std::string>& src_lines,
                   const std::vector<std::string>& tgt_lines, int64_t block_index, EncodedPairsWriter& out,
                   DerivedWriters& derived, SplitEntry& entry) {
@@ -325,7 +331,7 @@ void append_block(const DataConfig& cfg, const RawSplit& s, const EncodedBlock& 
   std::vector<size_t> kept;
   for (size_t i = 0; i < src_lines.size(); ++i) {
     const auto &a = block.a[i], &b = block.b[i];
-    if (is_train && (src_lines[i].empty() || tgt_lines[i].empty())) {
+    if (is_train && (src_lines[i].empty() || tgt_lines[i].empty() || a.empty() || b.empty())) {
       ++entry.skipped_empty;
       continue;
     }
@@ -339,8 +345,14 @@ void append_block(const DataConfig& cfg, const RawSplit& s, const EncodedBlock& 
       derived.samples[k]->append(within_max_len(cfg, block.sa[k][i], a), within_max_len(cfg, block.sb[k][i], b));
     if (derived.reversed) derived.reversed->append(b, a);
   }
-  if (derived.concatenated) append_joined(cfg, block, kept, s.name, block_index, *derived.concatenated);
+  if (derived.concatenated)
+    append_joined(cfg, block, kept, s.name, block_index, *derived.concatenated, derived.concatenated_alone);
 }
+
+// Lines per block: memory holds one block's lines and encodings, progress and interrupts are
+// checked between blocks, and concatenation pairs within a block (data/concat_pairing.h), so this
+// number is part of every train.concat's content: changing it re-pairs them.
+constexpr size_t kBlockLines = 8192;
 
 // Streams one split through SentencePiece, a block of lines at a time on data.workers threads,
 // and appends the kept pairs, in input order, to `out` (and, for a training corpus, its derived
@@ -348,7 +360,6 @@ void append_block(const DataConfig& cfg, const RawSplit& s, const EncodedBlock& 
 void encode_split(const DataConfig& cfg, const RawSplit& s, const sentencepiece::SentencePieceProcessor& sp,
                   base::SignalDeferral& interrupts, std::FILE* log, EncodedPairsWriter& out, DerivedWriters& derived,
                   SplitEntry& entry) {
-  constexpr size_t kBlock = 8192;  // lines per block: progress and interrupts are checked between blocks
   const SubwordSampling sampling{static_cast<int64_t>(derived.samples.size()), cfg.subword_nbest, cfg.subword_alpha};
   const int workers = worker_count(cfg);
   entry.raw_lines = s.lines;
@@ -360,10 +371,10 @@ void encode_split(const DataConfig& cfg, const RawSplit& s, const sentencepiece:
     progress.update(src_in.lines_read());
     interrupts.throw_if_pending("preprocess " + s.name);
     const int64_t first_line = src_in.lines_read();
-    read_block(src_in, tgt_in, kBlock, src_lines, tgt_lines);
+    read_block(src_in, tgt_in, kBlockLines, src_lines, tgt_lines);
     if (src_lines.empty()) break;
     encode_block(sp, src_lines, tgt_lines, sampling, s.name, first_line, workers, block);
-    append_block(cfg, s, block, src_lines, tgt_lines, first_line / static_cast<int64_t>(kBlock), out, derived, entry);
+    append_block(cfg, s, block, src_lines, tgt_lines, first_line / static_cast<int64_t>(kBlockLines), out, derived, entry);
   }
   progress.finish();
   out.close();
@@ -395,6 +406,37 @@ std::vector<std::string> write_split_shards(const std::string& name, int64_t sha
   return files;
 }
 
+// Encodes raw split `s` into its pairs file, and a training corpus's derived splits into theirs
+// (`pairs_path` names each), counting in `entry`. Returns how many pairs its joined split holds
+// alone (0 without one).
+template <typename PairsPath>
+int64_t encode_with_derived(const DataConfig& cfg, const RawSplit& s, const sentencepiece::SentencePieceProcessor& sp,
+                            base::SignalDeferral& interrupts, std::FILE* log, const PairsPath& pairs_path,
+                            SplitEntry& entry) {
+  const bool is_train = is_training_corpus(cfg, s.name);
+  EncodedPairsWriter pairs(pairs_path(s.name));
+  DerivedWriters derived;
+  for (int64_t k = 1; is_train && k <= cfg.subword_samples; ++k)
+    derived.samples.push_back(std::make_unique<EncodedPairsWriter>(pairs_path(subword_sample_split(s.name, k))));
+  if (is_train && cfg.reversed_weight > 0)
+    derived.reversed = std::make_unique<EncodedPairsWriter>(pairs_path(reversed_split(s.name)));
+  if (is_train && cfg.concat_weight > 0)
+    derived.concatenated = std::make_unique<EncodedPairsWriter>(pairs_path(concat_split(s.name)));
+  encode_split(cfg, s, sp, interrupts, log, pairs, derived, entry);
+  return derived.concatenated_alone;
+}
+
+// The log line of a written split; a joined split also says how many of its pairs went in alone.
+void log_split(std::FILE* log, const DataConfig& cfg, const std::string& name, const SplitEntry& e, size_t files,
+               int64_t alone) {
+  std::fprintf(log, "preprocess: %s: %lld pairs in %lld shard(s); skipped %lld with an empty side, %lld longer than max_len %lld",
+               name.c_str(), static_cast<long long>(e.examples), static_cast<long long>(files),
+               static_cast<long long>(e.skipped_empty), static_cast<long long>(e.skipped_too_long),
+               static_cast<long long>(cfg.max_len));
+  if (alone >= 0) std::fprintf(log, "; %lld alone (joined over max_len, or a block's only pair)", static_cast<long long>(alone));
+  std::fputc('\n', log);
+}
+
 // Encodes and shards every split into `tmp`, then writes the manifest there. Returns the
 // files written, to be published in this order (the manifest, which names them, last).
 std::vector<std::string> write_all(const DataConfig& cfg, const std::vector<RawSplit>& splits,
@@ -412,26 +454,13 @@ std::vector<std::string> write_all(const DataConfig& cfg, const std::vector<RawS
     if (is_train && cfg.reversed_weight > 0) names.push_back(reversed_split(s.name));
     if (is_train && cfg.concat_weight > 0) names.push_back(concat_split(s.name));
     SplitEntry entry;
-    {
-      EncodedPairsWriter pairs(pairs_path(s.name));
-      DerivedWriters derived;
-      for (int64_t k = 1; is_train && k <= cfg.subword_samples; ++k)
-        derived.samples.push_back(std::make_unique<EncodedPairsWriter>(pairs_path(subword_sample_split(s.name, k))));
-      if (is_train && cfg.reversed_weight > 0)
-        derived.reversed = std::make_unique<EncodedPairsWriter>(pairs_path(reversed_split(s.name)));
-      if (is_train && cfg.concat_weight > 0)
-        derived.concatenated = std::make_unique<EncodedPairsWriter>(pairs_path(concat_split(s.name)));
-      encode_split(cfg, s, sp, interrupts, log, pairs, derived, entry);
-    }
+    const int64_t alone = encode_with_derived(cfg, s, sp, interrupts, log, pairs_path, entry);
     for (const std::string& name : names) {
       SplitEntry e = entry;  // a sampled, reversed or joined split keeps exactly the corpus's pairs
       const std::vector<std::string> files = write_split_shards(name, shards_wanted, m, pairs_path(name), tmp, interrupts, e);
       fs::remove(pairs_path(name));
       outputs.insert(outputs.end(), files.begin(), files.end());
-      std::fprintf(log, "preprocess: %s: %lld pairs in %lld shard(s); skipped %lld with an empty side, %lld longer than max_len %lld\n",
-                   name.c_str(), static_cast<long long>(e.examples), static_cast<long long>(files.size()),
-                   static_cast<long long>(e.skipped_empty), static_cast<long long>(e.skipped_too_long),
-                   static_cast<long long>(cfg.max_len));
+      log_split(log, cfg, name, e, files.size(), name == concat_split(s.name) ? alone : -1);
       m.splits[name] = std::move(e);
     }
   }

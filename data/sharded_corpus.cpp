@@ -9,6 +9,26 @@
 namespace fs = std::filesystem;
 
 namespace nmt::data {
+namespace {
+
+// What to do about a missing split that preprocess derives from a training corpus under an
+// option (data/data_config.h's names), or "" for any other split.
+std::string derived_split_hint(const std::string& split) {
+  const auto ends_with = [&](const std::string& tail) {
+    return split.size() > tail.size() && split.compare(split.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  std::string option;
+  if (ends_with(".concat")) option = "data.concat_weight";
+  if (ends_with(".reversed")) option = "data.reversed_weight";
+  const size_t dot = split.rfind(".sample");
+  if (dot != std::string::npos && dot + 7 < split.size() &&
+      split.find_first_not_of("0123456789", dot + 7) == std::string::npos)
+    option = "data.subword_samples";
+  if (option.empty()) return "";
+  return "; preprocess writes it under " + option + ": run preprocess again with the training run's data settings";
+}
+
+}  // namespace
 
 ShardedCorpus::ShardedCorpus(const std::string& shard_dir, const std::string& split)
     : ShardedCorpus(shard_dir, std::vector<std::string>{split}) {}
@@ -38,7 +58,7 @@ void ShardedCorpus::open_split(const std::string& split) {
   const std::string manifest_path = (fs::path(dir_) / kManifestName).string();
   auto it = manifest_.splits.find(split);
   if (it == manifest_.splits.end())
-    throw DataError(manifest_path + ": no split '" + split + "' (field 'splits')");
+    throw DataError(manifest_path + ": no split '" + split + "' (field 'splits')" + derived_split_hint(split));
   const SplitEntry& entry = it->second;
   for (size_t k = 0; k < entry.shards.size(); ++k) {
     const ShardEntry& se = entry.shards[k];

@@ -15,8 +15,9 @@ import math
 import os
 import sys
 
-import h5py
 import sentencepiece as spm
+
+from shard_pairs import split_pairs
 
 shard_dir, raw_dir, samples, nbest, alpha = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
 manifest = json.load(open(os.path.join(shard_dir, "manifest.json")))
@@ -24,15 +25,7 @@ sp = spm.SentencePieceProcessor(model_file=os.path.join(shard_dir, "spm.model"))
 
 
 def read_split(name):
-    pairs = []
-    for entry in manifest["splits"][name]["shards"]:
-        with h5py.File(os.path.join(shard_dir, entry["file"]), "r") as f:
-            sides = []
-            for side in ("src", "tgt"):
-                tok, off = f[side + "/tokens"][:], f[side + "/offsets"][:]
-                sides.append([tuple(tok[off[i]:off[i + 1]].tolist()) for i in range(len(off) - 1)])
-            pairs += list(zip(*sides))
-    return pairs
+    return split_pairs(shard_dir, name)
 
 
 entry = manifest["splits"]["train"]

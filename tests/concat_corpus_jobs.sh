@@ -4,13 +4,17 @@
 # every pair once in second place, and whose ids Python's SentencePiece gives for the two raw
 # lines joined by a space; the shards are the same for 1 and 2 workers and train's own are
 # unchanged; a joined pair over data.max_len goes in alone; training draws from both (the start
-# line and metrics.jsonl's per-corpus tokens); bad settings are refused before anything is written.
+# line and metrics.jsonl's per-corpus tokens); with two blocks (8,193 lines) pairs join within
+# their block and a block's only pair goes in alone; bad settings (shards without the split, a
+# negative weight, a raw split of its name, SentencePiece models that do not encode each word
+# alone) are refused with exit 2 before anything is written.
 #   concat_corpus_jobs.sh BUILD_DIR PYTHON
 set -uo pipefail
 build=$(cd "$1" && pwd) python=$2
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/job_env.sh
 source "$here/job_env.sh"  # PRE, TRAIN, a scratch working directory, fail, derived_split_toy_job
+export PYTHONPATH="$here"  # shard_pairs.py
 derived_split_toy_job 20
 "$PRE" --config c.yaml > /dev/null 2>&1 || fail "preprocess without the option"
 "$PRE" --config c.yaml data.shard_dir=cat1 data.workers=1 data.concat_weight=1 > pre.log 2>&1 || { cat pre.log; fail "preprocess with it"; }
@@ -21,15 +25,8 @@ for f in plain/*.h5; do cmp -s "$f" "cat1/${f#plain/}" || fail "$f: train's own 
 echo "ok: the same shards for 1 and 2 workers; train's own unchanged"
 "$PRE" --config c.yaml data.shard_dir=short data.max_len=40 data.concat_weight=1 > /dev/null 2>&1 || fail "preprocess with max_len 40"
 "$python" - <<'PY' || fail "train.concat against train, by h5py and Python's SentencePiece"
-import collections, json, os, h5py, sentencepiece as spm
-def pairs(d, split):
-    out = []
-    for entry in json.load(open(f"{d}/manifest.json"))["splits"][split]["shards"]:
-        with h5py.File(os.path.join(d, entry["file"]), "r") as f:
-            sides = [[tuple(f[s + "/tokens"][f[s + "/offsets"][i]:f[s + "/offsets"][i + 1]].tolist())
-                      for i in range(len(f[s + "/offsets"]) - 1)] for s in ("src", "tgt")]
-        out += list(zip(*sides))
-    return out
+import collections, sentencepiece as spm
+from shard_pairs import split_pairs as pairs
 train, joined = pairs("cat1", "train"), pairs("cat1", "train.concat")
 assert len(train) == len(joined) == 300, (len(train), len(joined))
 rest = []
@@ -66,13 +63,47 @@ print(f"ok: {drew} of 20 updates drew train.concat")
 PY
 # Bad settings: refused with one message, nothing written.
 err=$("$TRAIN" --config c.yaml train.save_dir=run2 data.concat_weight=1 2>&1); rc=$?
-[ $rc -ne 0 ] && grep -q "train.concat" <<<"$err" && [ ! -e run2/last.pt ] ||
-  fail "concat_weight on shards made without it: exit $rc: $err"
+[ $rc = 2 ] && grep -q "no split 'train.concat' (field 'splits'); preprocess writes it under data.concat_weight" <<<"$err" &&
+  [ ! -e run2/last.pt ] || fail "concat_weight on shards made without it: exit $rc: $err"
 err=$("$PRE" --config c.yaml data.shard_dir=neg data.concat_weight=-1 2>&1); rc=$?
 [ $rc = 2 ] && grep -q "data.concat_weight" <<<"$err" && [ ! -e neg ] || fail "a negative weight: exit $rc: $err"
 cp raw/train.de raw/train.concat.de; cp raw/train.en raw/train.concat.en
 err=$("$PRE" --config c.yaml data.shard_dir=bad data.concat_weight=1 2>&1); rc=$?
 [ $rc = 2 ] && grep -q "raw/train.concat.de: a raw split has the name of training corpus 'train''s joined split" <<<"$err" &&
   [ ! -e bad/manifest.json ] || fail "a raw split named like the joined one: exit $rc: $err"
-echo "ok: refusals (shards without the split, a negative weight, a raw split of its name)"
+rm raw/train.concat.de raw/train.concat.en
+# SentencePiece models that do not encode each word alone: joining two lines' ids would not be
+# the encoding of the joined lines, so preprocess refuses them under data.concat_weight only.
+"$python" - <<'PY' || fail "SentencePiece models without split_by_whitespace or add_dummy_prefix"
+import sentencepiece as spm
+for name, option in (("nodummy", "add_dummy_prefix"), ("nosplit", "split_by_whitespace")):
+    spm.SentencePieceTrainer.train(input="raw/train.de,raw/train.en", model_prefix=name, vocab_size=40, pad_id=0,
+                                   unk_id=1, bos_id=2, eos_id=3, minloglevel=2, **{option: False})
+sp = spm.SentencePieceProcessor(model_file="nosplit.model")
+assert any("\u2581" in sp.id_to_piece(i)[1:] for i in range(sp.get_piece_size())), "no piece spans two words"
+assert spm.SentencePieceProcessor(model_file="nodummy.model").encode("b", out_type=str) == ["b"]
+PY
+for m in nodummy nosplit; do
+  err=$("$PRE" --config c.yaml data.shard_dir=$m data.spm_model=$m.model data.concat_weight=1 2>&1); rc=$?
+  [ $rc = 2 ] && grep -q "$m.model: data.concat_weight joins two lines' pieces, which needs a model that encodes each word alone" \
+    <<<"$err" && [ ! -e $m/manifest.json ] || fail "the $m model with data.concat_weight: exit $rc: $err"
+  "$PRE" --config c.yaml data.shard_dir=$m data.spm_model=$m.model > /dev/null 2>&1 || fail "the $m model without it"
+done
+echo "ok: refusals (shards without the split, a negative weight, a raw split of its name, 2 models)"
+# Two blocks of preprocessing (8,192 lines each): the 8,193rd pair is its block's only one and
+# goes in alone; the first block's pairs are joined among themselves, each once second.
+"$python" "$here/make_toy_corpus.py" big 8193
+"$PRE" --config c.yaml data.raw_dir=big data.shard_dir=big_cat data.concat_weight=1 > big.log 2>&1 || { cat big.log; fail "preprocess 8,193 lines"; }
+grep -q "train.concat: 8193 pairs in 2 shard(s); skipped 0 with an empty side, 0 longer than max_len 250; 1 alone" big.log ||
+  { cat big.log; fail "the log line of two blocks' train.concat"; }
+"$python" - <<'PY' || fail "two blocks' train.concat against train"
+import collections
+from shard_pairs import split_pairs
+train, joined = split_pairs("big_cat", "train"), split_pairs("big_cat", "train.concat")
+assert len(train) == len(joined) == 8193 and joined[8192] == train[8192], "the last block's only pair is not alone"
+rest = [(js[len(s):], jt[len(t):]) for (s, t), (js, jt) in zip(train[:8192], joined[:8192])]
+assert all(js[:len(s)] == s and jt[:len(t)] == t for (s, t), (js, jt) in zip(train, joined))
+assert collections.Counter(rest) == collections.Counter(train[:8192]), "block 0's second halves are not block 0's pairs"
+print("ok: 2 blocks: block 0 joined within itself, each pair once second; block 1's only pair alone")
+PY
 echo PASS

@@ -5,6 +5,7 @@
 // over many blocks. joined() against hand-written ids.
 #include <gtest/gtest.h>
 
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,10 @@ TEST(ConcatPairing, OneCycleThroughEveryPairWithoutFixedPoints) {
       ASSERT_EQ(cycle_length_from_zero(partner), count) << "count " << count << " block " << block;
       for (int64_t i = 0; i < count; ++i) ASSERT_NE(partner[static_cast<size_t>(i)], i);
     }
+}
+
+TEST(ConcatPairing, RefusesANegativeCount) {
+  EXPECT_THROW(concat_partners(-1, "train", 0), std::invalid_argument);
 }
 
 TEST(ConcatPairing, FixedBySplitAndBlock) {
