@@ -45,7 +45,8 @@ struct RawCorpus {
   TempDir dir;
   RawCorpus() {
     std::string src = sentences(300, 1), tgt = sentences(300, 2);
-    // Line 10: empty target; line 20: a very long source.
+    // Line 10: empty target; line 20: a very long source; line 30: a target of spaces alone,
+    // which SentencePiece encodes to no pieces.
     auto nth_line = [](std::string& text, int n) -> std::pair<size_t, size_t> {
       size_t start = 0;
       for (int i = 0; i < n; ++i) start = text.find('\n', start) + 1;
@@ -53,6 +54,8 @@ struct RawCorpus {
     };
     auto [s10, n10] = nth_line(tgt, 10);
     tgt.replace(s10, n10, "");
+    auto [s30, n30] = nth_line(tgt, 30);
+    tgt.replace(s30, n30, "   ");
     auto [s20, n20] = nth_line(src, 20);
     std::string long_line;
     for (int i = 0; i < 200; ++i) long_line += "Straße Kinder ";
@@ -81,9 +84,9 @@ TEST(Preprocess, AppliesAndReportsPolicies) {
   Manifest m = preprocess(raw.config(out.path().string()), stderr);
   const SplitEntry& train = m.splits.at("train");
   EXPECT_EQ(train.raw_lines, 300);
-  EXPECT_EQ(train.skipped_empty, 1);
+  EXPECT_EQ(train.skipped_empty, 2);
   EXPECT_EQ(train.skipped_too_long, 1);
-  EXPECT_EQ(train.examples, 298);
+  EXPECT_EQ(train.examples, 297);
   EXPECT_EQ(train.shards.size(), 3u);
   const SplitEntry& val = m.splits.at("val");
   EXPECT_EQ(val.examples, 20);  // other splits keep every line, aligned with their references
