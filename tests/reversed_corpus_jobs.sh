@@ -10,23 +10,18 @@ build=$(cd "$1" && pwd) python=$2
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/job_env.sh
 source "$here/job_env.sh"  # PRE, TRAIN, a scratch working directory, fail, derived_split_toy_job
+export PYTHONPATH="$here"  # shard_pairs.py
 derived_split_toy_job 40
 "$PRE" --config c.yaml > /dev/null 2>&1 || fail "preprocess without the option"
 "$PRE" --config c.yaml data.shard_dir=bi data.reversed_weight=1 > pre.log 2>&1 || { cat pre.log; fail "preprocess with it"; }
 grep -q "train.reversed: 300 pairs in 2 shard(s)" pre.log || { cat pre.log; fail "no train.reversed split of 300 pairs"; }
 for f in plain/*.h5; do cmp -s "$f" "bi/${f#plain/}" || fail "$f: train's own shards changed with data.reversed_weight"; done
 "$python" - <<'PY' || fail "train.reversed against train, by h5py"
-import glob, json, h5py, numpy as np
+import json
+from shard_pairs import split_pairs
 def pairs(split):
-    src, tgt = [], []
-    for path in sorted(glob.glob(f"bi/{split}-*.h5")):
-        with h5py.File(path, "r") as f:
-            assert f.attrs["split"] in (split, split.encode()), f.attrs["split"]
-            s_ids, s_off = f["src/tokens"][:], f["src/offsets"][:]
-            t_ids, t_off = f["tgt/tokens"][:], f["tgt/offsets"][:]
-        src += [s_ids[s_off[i]:s_off[i + 1]].tolist() for i in range(len(s_off) - 1)]
-        tgt += [t_ids[t_off[i]:t_off[i + 1]].tolist() for i in range(len(t_off) - 1)]
-    return src, tgt
+    src, tgt = zip(*split_pairs("bi", split))
+    return list(src), list(tgt)
 fs, ft = pairs("train")
 rs, rt = pairs("train.reversed")
 assert len(fs) == 300 and rs == ft and rt == fs, (len(fs), len(rs))

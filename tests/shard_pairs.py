@@ -1,5 +1,6 @@
-"""A split's sentence pairs as h5py reads them from a shard directory, in shard order, each
-pair a (src ids, tgt ids) tuple of tuples: the tests' reader, independent of our C++ one.
+"""A split's sentence pairs as h5py reads them from a shard directory, in the manifest's shard
+order, each pair a (src ids, tgt ids) tuple of tuples, every shard's `split` attribute checked:
+the tests' reader, independent of our C++ one.
 Shared by check_subword_samples.py and the derived-split job scripts (PYTHONPATH=tests)."""
 import json
 import os
@@ -12,6 +13,7 @@ def split_pairs(shard_dir, split):
     pairs = []
     for entry in manifest["splits"][split]["shards"]:
         with h5py.File(os.path.join(shard_dir, entry["file"]), "r") as f:
+            assert f.attrs["split"] in (split, split.encode()), (entry["file"], f.attrs["split"])
             sides = []
             for side in ("src", "tgt"):
                 tok, off = f[side + "/tokens"][:], f[side + "/offsets"][:]
