@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # Installs dependencies (launch/setup.sh) and builds the project into BUILD_DIR (default
-# ./build) with Ninja and ccache. Prints the environment exports on stdout, like setup.sh.
+# ./build, relative paths from where it is run) with Ninja and ccache. Prints the environment
+# exports on stdout, like setup.sh.   eval "$(bash launch/build.sh)"
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-build=${BUILD_DIR:-$root/build}
+# shellcheck source=launch/common.sh
+source "$root/launch/common.sh"
+help_requested_then_exit "$0" "$@"
+[ $# = 0 ] || { echo "build.sh: error: takes no arguments, got '$1' (BUILD_DIR=... sets the build directory)" >&2; exit 2; }
+build=$(realpath -m -- "${BUILD_DIR:-$root/build}")
 env_lines=$(bash "$root/launch/setup.sh")
 eval "$env_lines"
 export CCACHE_DIR
@@ -16,4 +21,4 @@ start=$(date +%s)
 cmake --build "$build" -j "$(nproc)" >&2
 echo "[build] built $build in $(( $(date +%s) - start )) s" >&2
 echo "$env_lines"
-echo "export NMTRAIN_BUILD=$build"
+printf 'export NMTRAIN_BUILD=%q\n' "$build"

@@ -17,23 +17,30 @@
 # The target's glibc and libstdc++ must be at least this machine's (Debian 12: glibc 2.36, GCC 12).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-out=${1:-$root/bundle}
-out=${out%/}
+# shellcheck source=launch/common.sh
+source "$root/launch/common.sh"
+help_requested_then_exit "$0" "$@"
+[ $# -le 1 ] || { echo "bundle.sh: error: takes one DIR at most, got $#: $*" >&2; exit 2; }
+[[ ${1:-} != -* ]] || { echo "bundle.sh: error: unknown option '$1' (usage: bash launch/bundle.sh [DIR])" >&2; exit 2; }
+out=$(realpath -m -- "${1:-$root/bundle}")
+[ -d "$(dirname "$out")" ] || { echo "bundle.sh: error: $(dirname "$out") is not a directory: DIR's parent must exist" >&2; exit 2; }
+# An earlier bundle is told by the first line bundle.sh writes into its env.sh, not by the
+# file's name alone: a project of the user's may well hold an env.sh of its own.
+readonly marker='Made by launch/bundle.sh'
 # Replacing DIR is allowed only where it is an earlier bundle: never a build tree or a home.
-if [ -e "$out" ] && [ ! -f "$out/env.sh" ]; then
-  echo "bundle.sh: $out exists and is not a bundle (no env.sh): choose another DIR" >&2; exit 2
+if [ -e "$out" ] && ! grep -qs "$marker" "$out/env.sh"; then
+  echo "bundle.sh: $out exists and is not a bundle (no env.sh made by bundle.sh): choose another DIR" >&2; exit 2
 fi
 # The same for DIR.tar.gz: replaced only beside an earlier bundle, or where it holds one.
-if [ -e "$out.tar.gz" ] && [ ! -f "$out/env.sh" ] \
-  && ! tar -tzf "$out.tar.gz" "$(basename "$out")/env.sh" > /dev/null 2>&1; then
-  echo "bundle.sh: $out.tar.gz exists and is not a bundle's archive (no $(basename "$out")/env.sh in it): choose another DIR" >&2
+if [ -e "$out.tar.gz" ] && ! grep -qs "$marker" "$out/env.sh" \
+  && ! { tar -xzOf "$out.tar.gz" "$(basename "$out")/env.sh" 2> /dev/null | grep -q "$marker"; }; then
+  echo "bundle.sh: $out.tar.gz exists and is not a bundle's archive (no $(basename "$out")/env.sh made by bundle.sh in it): choose another DIR" >&2
   exit 2
 fi
 # NMTRAIN_BUILD set: pack that build as it is (the tests do); else build this checkout first.
 given_build=${NMTRAIN_BUILD:-}
 if [ -z "$given_build" ]; then
-  exports=$(bash "$root/launch/build.sh") || { echo "bundle.sh: launch/build.sh failed" >&2; exit 1; }
-  eval "$exports"
+  load_build_env bundle.sh "$root"
 elif [ ! -d "$given_build" ]; then
   echo "bundle.sh: NMTRAIN_BUILD=$given_build is not a directory (unset it to build this checkout)" >&2; exit 2
 fi

@@ -13,6 +13,9 @@
 # every node mounts at the same path (checked at start).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=launch/common.sh
+source "$root/launch/common.sh"
+help_requested_then_exit "$0" "$@"
 usage() { echo "usage: $0 [--dry-run] [--iface CIDR|NAME] --hostfile FILE NP CONFIG [key=value ...]" >&2; exit 2; }
 dry=0 iface=""
 while [ $# -gt 0 ]; do
@@ -28,8 +31,10 @@ hostfile=$2 np=$3 config=$4; shift 4
 [[ $np =~ ^[1-9][0-9]*$ ]] || { echo "$0: NP must be a positive integer, got '$np'" >&2; exit 2; }
 [ -f "$config" ] && [ -r "$config" ] || { echo "$0: CONFIG '$config' is not a readable file" >&2; exit 2; }
 train=${NMTRAIN_BUILD:-$root/build}/trainer/train
+[ $dry = 1 ] || [ -x "$train" ] || { echo "$0: no trainer at $train (run launch/build.sh, or set NMTRAIN_BUILD)" >&2; exit 2; }
 cmd=(mpirun --hostfile "$hostfile" -np "$np" --map-by slot --bind-to none
      --mca oob_tcp_keepalive_time 10 --mca oob_tcp_keepalive_intvl 5 --mca oob_tcp_keepalive_probes 3)
+[ "$(id -u)" = 0 ] && cmd+=(--allow-run-as-root)  # containers run as root; Open MPI refuses it unasked
 if [ -n "$iface" ]; then
   cmd+=(--mca btl_tcp_if_include "$iface" --mca oob_tcp_if_include "$iface")
   [[ $iface == */* ]] || cmd+=(-x "NCCL_SOCKET_IFNAME=$iface")

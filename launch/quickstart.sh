@@ -12,7 +12,9 @@
 # (train.max_updates in its config), so that it is the same model on every machine; README.md
 # says how long each took here. RUN_DIR (default runs/<config name>) receives the checkpoints,
 # train.log, metrics.jsonl and the test hypotheses; run again, it resumes the run there from
-# its newest valid checkpoint. EXTRA="key=value ..." adds overrides.
+# its newest valid checkpoint. SHARD_DIR overrides the config's data.shard_dir. EXTRA="key=value
+# ..." adds overrides (not train.save_dir or data.raw_dir: RUN_DIR and RAW_DIR set those).
+# Relative paths are taken from the directory it is run in.
 #
 # SEEDS="1 2 3" trains the recipe once per seed (train.seed=S, in RUN_DIR/seed<S>, each
 # averaged as above) and scores the ensemble of the members (evaluate with one --checkpoint
@@ -21,11 +23,20 @@
 # (the 3-hour De->En recipe; En->De's: EXTRA="data.concat_weight=0 data.shard_dir=data-bin/multi30k_en_de eval.beam=5 eval.lenpen=1.4 eval.average_last=10", README.md).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=launch/common.sh
+source "$root/launch/common.sh"
+help_requested_then_exit "$0" "$@"
 raw=${1:-$root/../shared/data/multi30k}
 config=${CONFIG:-$root/configs/quickstart_de_en.yaml}
 [ -f "$config" ] || { echo "quickstart.sh: error: CONFIG '$config' is not a file" >&2; exit 2; }
-# shellcheck disable=SC2206
-seeds=(${SEEDS:-})
+read -ra seeds <<< "${SEEDS:-}"
+read -ra extra <<< "${EXTRA:-}"
+for o in "${extra[@]}"; do
+  case $o in
+    train.save_dir=* | data.raw_dir=*)
+      echo "quickstart.sh: error: EXTRA '$o': set RUN_DIR or give RAW_DIR instead (averaging and scoring read those)" >&2; exit 2 ;;
+  esac
+done
 for seed in "${seeds[@]}"; do
   [[ $seed =~ ^[0-9]+$ ]] || { echo "quickstart.sh: error: SEEDS '${SEEDS}': '$seed' is not a non-negative integer" >&2; exit 2; }
 done
@@ -33,15 +44,18 @@ if [ ${#seeds[@]} -gt 0 ] && [ "$(printf '%s\n' "${seeds[@]}" | sort -u | wc -l)
   echo "quickstart.sh: error: SEEDS '${SEEDS}': a seed is given twice (members must differ)" >&2; exit 2
 fi
 [ -d "$raw" ] || { echo "quickstart.sh: error: raw data directory '$raw' does not exist (give Multi30k's as the first argument)" >&2; exit 2; }
+compgen -G "$raw/train.*" > /dev/null ||
+  { echo "quickstart.sh: error: raw data directory '$raw' has no train.<lang> files (Multi30k's layout: train, val, test_2016_flickr)" >&2; exit 2; }
+# Absolute before the cd to the checkout below, so that they mean what they meant where run.
+config=$(realpath -m -- "$config") raw=$(realpath -m -- "$raw")
 name=$(basename "$config" .yaml)
-run=${RUN_DIR:-$root/runs/$name}
-eval "$(bash "$root/launch/build.sh")"
+run=$(realpath -m -- "${RUN_DIR:-$root/runs/$name}")
+shard_dir=${SHARD_DIR:+$(realpath -m -- "$SHARD_DIR")}
+load_build_env quickstart.sh "$root"
 b=$NMTRAIN_BUILD
 cd "$root"
 common=(data.raw_dir="$raw")
-[ -n "${SHARD_DIR:-}" ] && common+=(data.shard_dir="$SHARD_DIR")
-# shellcheck disable=SC2206
-extra=(${EXTRA:-})
+[ -n "$shard_dir" ] && common+=(data.shard_dir="$shard_dir")
 
 echo "== preprocess $raw (config $config)"
 "$b/data/preprocess" --config "$config" "${common[@]}" "${extra[@]}"
@@ -84,3 +98,4 @@ echo "== the same hypotheses, lowercased and Moses-tokenized (as Multi30k papers
 ref=$raw/test_2016_flickr.$tgt
 [ -f "$ref" ] || ref=$ref.gz
 "$NMTRAIN_VENV/bin/python" "$root/tools/score_lc_tok.py" --hyp "$hyp" --ref "$ref" --lang "$tgt"
+echo "quickstart.sh: done: run directory $run; scored ${checkpoints[*]}; test hypotheses in $hyp"

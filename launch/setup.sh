@@ -17,8 +17,13 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=versions.env
 source "$here/versions.env"
+# shellcheck source=launch/common.sh
+source "$here/common.sh"
+help_requested_then_exit "$0" "$@"
 
 PYTHON=${PYTHON:-python3}
+command -v "$PYTHON" > /dev/null || { echo "setup.sh: error: PYTHON '$PYTHON' is not a program on PATH (set PYTHON to a Python 3)" >&2; exit 2; }
+require_switch setup.sh NMTRAIN_WITH_SLURM "${NMTRAIN_WITH_SLURM:-0}"
 py_tag=$("$PYTHON" -c 'import sys; print(f"py{sys.version_info[0]}.{sys.version_info[1]}")')
 CACHE_ROOT=${NMTRAIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nmtrain}
 VENV=$CACHE_ROOT/venv-torch$TORCH_VERSION-$py_tag
@@ -74,7 +79,7 @@ if [ ! -f "$STAMP" ]; then
 fi
 
 TORCH_DIR=$("$VENV/bin/python" -c 'import os, torch; print(os.path.dirname(torch.__file__))')
-echo "export NMTRAIN_VENV=$VENV"
-echo "export Torch_DIR=$TORCH_DIR/share/cmake/Torch"
+printf 'export NMTRAIN_VENV=%q\n' "$VENV"
+printf 'export Torch_DIR=%q\n' "$TORCH_DIR/share/cmake/Torch"
 echo "export CCACHE_DIR=\${CCACHE_DIR:-$CACHE_ROOT/ccache}"
 log "ready: torch $TORCH_VERSION in $VENV"

@@ -42,8 +42,18 @@ out=$(NMTRAIN_PYTHON=/bin/false bash -c "source $tmp/bundle/env.sh" 2>&1) && fai
 # bundle.sh never replaces a directory that is not an earlier bundle (a build tree, a home).
 mkdir -p "$tmp/precious" && touch "$tmp/precious/keep"
 out=$(bash "$root/launch/bundle.sh" "$tmp/precious/" 2>&1) && fail "bundle.sh replaced a directory that is not a bundle"
-[[ $out == "bundle.sh: $tmp/precious exists and is not a bundle (no env.sh): choose another DIR" ]] || fail "bundle.sh refusal: $out"
+[[ $out == "bundle.sh: $tmp/precious exists and is not a bundle (no env.sh made by bundle.sh): choose another DIR" ]] || fail "bundle.sh refusal: $out"
 [ -f "$tmp/precious/keep" ] || fail "bundle.sh removed a file of a directory it refused"
+# ... even where that directory has an env.sh of its own (a user's project).
+echo 'export PROJECT=mine' > "$tmp/precious/env.sh"
+out=$(bash "$root/launch/bundle.sh" "$tmp/precious" 2>&1) && fail "bundle.sh replaced a directory with a foreign env.sh"
+[[ $out == "bundle.sh: $tmp/precious exists and is not a bundle"* ]] && [ -f "$tmp/precious/keep" ] || fail "foreign env.sh: $out"
+# Asking for help does nothing else; an option or a DIR whose parent is missing is refused.
+bash "$root/launch/bundle.sh" --help | grep -q "bash launch/bundle.sh \[DIR\]" || fail "bundle.sh --help"
+out=$(bash "$root/launch/bundle.sh" --frobnicate 2>&1); rc=$?
+[ $rc = 2 ] && [[ $out == "bundle.sh: error: unknown option '--frobnicate'"* ]] || fail "bundle.sh option: exit $rc: $out"
+out=$(bash "$root/launch/bundle.sh" "$tmp/no/such/dir" 2>&1); rc=$?
+[ $rc = 2 ] && [[ $out == "bundle.sh: error: $tmp/no/such is not a directory"* ]] || fail "bundle.sh missing parent: exit $rc: $out"
 # ... nor a DIR.tar.gz that does not hold a bundle (DIR itself absent).
 echo precious > "$tmp/other.tar.gz"
 out=$(bash "$root/launch/bundle.sh" "$tmp/other" 2>&1) && fail "bundle.sh replaced an archive that is not a bundle's"

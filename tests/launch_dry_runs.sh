@@ -19,8 +19,24 @@ for args in "abc configs/debug.yaml" "0 configs/debug.yaml" "2 /no/such.yaml" "2
     [ $rc = 2 ] && [[ $out == *": $want" ]] && [ "$(grep -c . <<< "$out")" = 1 ] || fail "$launcher $args: exit $rc: $out"
   done
 done
-out=$(DRY_RUN=1 SLURM_CPUS_PER_TASK=8 bash "$root/launch/slurm_train.sbatch" configs/x.yaml a.b=1)
-[[ $out == "srun --mpi=pmix --kill-on-bad-exit=1 "*"--config configs/x.yaml train.threads=8 a.b=1 --resume auto " ]] || fail "slurm: $out"
+out=$(DRY_RUN=1 SLURM_CPUS_PER_TASK=8 bash "$root/launch/slurm_train.sbatch" configs/debug.yaml a.b=1)
+[[ $out == "srun --mpi=pmix --kill-on-bad-exit=1 "*"--config configs/debug.yaml train.threads=8 a.b=1 --resume auto " ]] || fail "slurm: $out"
+# The Slurm script's dry run is the pre-flight: a missing config and a DRY_RUN that is not 0 or 1
+# (which would launch for real) are refused by name, exit 2.
+for case in "DRY_RUN=1 configs/x.yaml|config 'configs/x.yaml' is not a readable file" "DRY_RUN=1 configs|config 'configs' is not a readable file" \
+            "DRY_RUN=yes configs/debug.yaml|DRY_RUN must be 0 or 1, got 'yes'"; do
+  words=${case%%|*} want=${case#*|} rc=0
+  out=$(env "${words%% *}" bash "$root/launch/slurm_train.sbatch" "${words#* }" 2>&1) || rc=$?
+  [ $rc = 2 ] && [[ $out == *": error: $want"* ]] || fail "slurm $words: exit $rc: $out"
+done
+# Without a built trainer the launchers stop by name (exit 2: not a fault to restart).
+for launcher in "launch/mpirun_train.sh" "launch/multinode_train.sh --hostfile launch/hostfile.example"; do
+  rc=0
+  # shellcheck disable=SC2086 # the launcher's words as separate arguments
+  out=$(NMTRAIN_BUILD=/no/such/build bash $launcher 2 configs/debug.yaml 2>&1) || rc=$?
+  [ $rc = 2 ] && [[ $out == *": no trainer at /no/such/build/trainer/train (run launch/build.sh, or set NMTRAIN_BUILD)" ]] ||
+    fail "$launcher without a trainer: exit $rc: $out"
+done
 if bash "$root/launch/multinode_train.sh" --dry-run --hostfile /no/such/file 2 configs/debug.yaml 2> /dev/null; then fail "missing hostfile accepted"; fi
 out=$(bash "$root/launch/multinode_train.sh" --dry-run --iface eth1 --hostfile launch/hostfile.example 4 configs/debug.yaml)
 [[ $out == *"--mca btl_tcp_if_include eth1 --mca oob_tcp_if_include eth1 -x NCCL_SOCKET_IFNAME=eth1 "* ]] || fail "multinode --iface: $out"
@@ -57,6 +73,43 @@ for seeds in "1 x" "3 3" "-1"; do
   [[ $out == "quickstart.sh: error: SEEDS '$seeds': "* ]] || fail "quickstart SEEDS='$seeds': $out"
   [ ! -e /no/such/run ] || fail "quickstart: bad SEEDS created its run directory"
 done
+# EXTRA may not move the run or the raw data behind the quickstart's back, and RAW_DIR must hold
+# a corpus in Multi30k's layout: both refused before installing or building anything.
+rc=0
+out=$(EXTRA="eval.beam=4 train.save_dir=elsewhere" RUN_DIR=/no/such/run bash "$root/launch/quickstart.sh" 2>&1) || rc=$?
+[ $rc = 2 ] && [[ $out == "quickstart.sh: error: EXTRA 'train.save_dir=elsewhere': set RUN_DIR or give RAW_DIR instead"* ]] ||
+  fail "quickstart EXTRA save_dir: exit $rc: $out"
+scratch=$(mktemp -d); trap 'rm -rf "$scratch"' EXIT
+rc=0
+out=$(RUN_DIR=/no/such/run bash "$root/launch/quickstart.sh" "$scratch" 2>&1) || rc=$?
+[ $rc = 2 ] && [[ $out == "quickstart.sh: error: raw data directory '$scratch' has no train.<lang> files"* ]] ||
+  fail "quickstart empty raw: exit $rc: $out"
+[ ! -e /no/such/run ] || fail "quickstart: refused input created its run directory"
+# A build that fails ends the quickstart by name, even where an earlier build's NMTRAIN_BUILD is
+# set (it went on with the old binaries before); nothing is run. The build directory here
+# cannot be made (under /dev/null), so launch/build.sh fails at cmake's configure.
+mkdir "$scratch/raw" && touch "$scratch/raw/train.de"
+rc=0
+out=$(BUILD_DIR=/dev/null/build NMTRAIN_BUILD="$root/build" RUN_DIR=/no/such/run bash "$root/launch/quickstart.sh" "$scratch/raw" 2>&1) || rc=$?
+[ $rc = 1 ] && [[ $out == *"quickstart.sh: error: launch/build.sh failed (exit "* ]] && [[ $out != *"== preprocess"* ]] ||
+  fail "quickstart with a failing build: exit $rc: $out"
+rm -r "$scratch/raw"
+# -h / --help print the script's header and do nothing else (no install, no build, no run).
+for s in quickstart build setup run_tests bundle mpirun_train multinode_train; do
+  rc=0
+  out=$(cd "$scratch" && RUN_DIR=/no/such/run bash "$root/launch/$s.sh" --help 2>&1) || rc=$?
+  [ $rc = 0 ] && [[ $out == *"$s"* ]] && [ "$(ls -A "$scratch")" = "" ] || fail "$s.sh --help: exit $rc: $out"
+done
+# On/off variables take 0 or 1 only (NMTRAIN_SANITIZE=false must not run the sanitizers), and
+# build.sh and setup.sh refuse what they cannot use, by name, before installing anything.
+rc=0; out=$(NMTRAIN_SANITIZE=false bash "$root/launch/run_tests.sh" 2>&1) || rc=$?
+[ $rc = 2 ] && [ "$out" = "run_tests.sh: error: NMTRAIN_SANITIZE must be 0 or 1, got 'false'" ] || fail "NMTRAIN_SANITIZE: exit $rc: $out"
+rc=0; out=$(NMTRAIN_WITH_SLURM=yes bash "$root/launch/setup.sh" 2>&1) || rc=$?
+[ $rc = 2 ] && [ "$out" = "setup.sh: error: NMTRAIN_WITH_SLURM must be 0 or 1, got 'yes'" ] || fail "NMTRAIN_WITH_SLURM: exit $rc: $out"
+rc=0; out=$(PYTHON=/no/such/python bash "$root/launch/setup.sh" 2>&1) || rc=$?
+[ $rc = 2 ] && [[ $out == "setup.sh: error: PYTHON '/no/such/python' is not a program on PATH"* ]] || fail "setup PYTHON: exit $rc: $out"
+rc=0; out=$(bash "$root/launch/build.sh" release 2>&1) || rc=$?
+[ $rc = 2 ] && [[ $out == "build.sh: error: takes no arguments, got 'release'"* ]] || fail "build.sh argument: exit $rc: $out"
 # The GPU check and the bundle's env.sh refuse bad input by name, before any work.
 out=$(bash "$root/launch/gpu_check.sh" --frobnicate 2>&1) && fail "gpu_check: unknown argument accepted"
 [[ $out == "gpu_check.sh: unknown argument '--frobnicate' (usage: gpu_check.sh [--logs DIR])" ]] || fail "gpu_check argument: $out"
@@ -64,7 +117,7 @@ out=$(GPU_CHECK_DEVICE=tpu bash "$root/launch/gpu_check.sh" 2>&1) && fail "gpu_c
 [[ $out == "gpu_check.sh: GPU_CHECK_DEVICE='tpu' is not cuda or cpu" ]] || fail "gpu_check device: $out"
 out=$(NMTRAIN_BUILD=/no/such/build bash "$root/launch/gpu_check.sh" 2>&1) && fail "gpu_check: missing build accepted"
 [[ $out == "gpu_check.sh: no build directory /no/such/build (set NMTRAIN_BUILD, or source a bundle's env.sh)" ]] || fail "gpu_check build: $out"
-for s in launch/{quickstart,setup,build,run_tests,supervise,bundle,gpu_check}.sh bench/gpu_compare.sh tests/runners/gpu_smoke.sh tests/cluster/netns_{cluster,rsh}.sh; do
+for s in launch/{quickstart,setup,build,run_tests,supervise,bundle,gpu_check,common}.sh bench/gpu_compare.sh tests/runners/gpu_smoke.sh tests/cluster/netns_{cluster,rsh}.sh; do
   bash -n "$root/$s" || fail "syntax: $s"
 done
 echo "launch dry runs: passed"

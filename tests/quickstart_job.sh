@@ -20,13 +20,16 @@ schedule: {type: inverse_sqrt, lr: 0.003, warmup_updates: 10}
 train: {max_updates: 60, threads: 1, log_interval: 20, validate_interval_updates: 30, save_interval_updates: 10, keep_last: 5}
 eval: {beam: 2, average_last: 3}
 YAML
-# quickstart() EXTRA...: the quickstart on this recipe, output in out.txt.
+# quickstart() EXTRA...: the quickstart on this recipe, output in out.txt. Its paths are relative
+# to this scratch directory, as a user's would be to theirs (the script itself runs elsewhere).
 quickstart() {
-  BUILD_DIR=$build CONFIG=$tmp/recipe.yaml RUN_DIR=$tmp/run SHARD_DIR=$tmp/shards EXTRA="$*" \
-    bash "$here/../launch/quickstart.sh" "$tmp/raw" > out.txt 2>&1
+  BUILD_DIR=$build CONFIG=recipe.yaml RUN_DIR=run SHARD_DIR=shards EXTRA="$*" \
+    bash "$here/../launch/quickstart.sh" raw > out.txt 2>&1
 }
 
 quickstart || { tail -20 out.txt; fail "quickstart exit $?"; }
+grep -qF "quickstart.sh: done: run directory $tmp/run; scored --checkpoint $tmp/run/averaged.pt; test hypotheses in $tmp/run/test_2016_flickr.hyp.en" out.txt ||
+  { tail -3 out.txt; fail "the last line does not say where the results are"; }
 grep -qF "average: wrote $tmp/run/averaged.pt from 3 checkpoints (last: update 60)" out.txt ||
   { cat out.txt; fail "the last eval.average_last = 3 checkpoints were not averaged"; }
 [ "$(grep -c '^BLEU = ' out.txt)" = 2 ] || { cat out.txt; fail "expected a sacreBLEU and an lc-tok BLEU line"; }

@@ -3,7 +3,9 @@
 # CUDA training updates on 1 and on all GPUs.   bash tests/runners/gpu_smoke.sh
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-eval "$(bash "$root/launch/build.sh")"
+# shellcheck source=launch/common.sh
+source "$root/launch/common.sh"
+load_build_env gpu_smoke.sh "$root"
 b=$NMTRAIN_BUILD
 gpus=$(nvidia-smi -L | wc -l)
 [ "$gpus" -ge 1 ] || { echo "gpu_smoke: no GPU found" >&2; exit 1; }
