@@ -14,7 +14,9 @@ eval "$env_lines"
 export CCACHE_DIR
 mkdir -p "$CCACHE_DIR"
 ccache --max-size=5G >/dev/null
-if [ ! -f "$build/build.ninja" ]; then
+# Configured again when the build tree was made with another virtual environment (a pin in
+# versions.env changed): it would otherwise go on linking the old one's LibTorch.
+if [ ! -f "$build/build.ninja" ] || ! grep -qxF "NMTRAIN_VENV:PATH=$NMTRAIN_VENV" "$build/CMakeCache.txt"; then
   cmake -S "$root" -B "$build" -G Ninja -DNMTRAIN_VENV="$NMTRAIN_VENV" >&2
 fi
 start=$(date +%s)

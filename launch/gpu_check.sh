@@ -11,7 +11,8 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 logs= one=
 while [ $# -gt 0 ]; do
   case $1 in
-    --one) one=$2; shift 2 ;;  # internal: run one check in $GPU_CHECK_WORK (see check below)
+    --one) [ -n "${2:-}" ] || { echo "gpu_check.sh: --one needs a check's name" >&2; exit 2; }
+           one=$2; shift 2 ;;  # internal: run one check in $GPU_CHECK_WORK (see check below)
     --logs) [ -n "${2:-}" ] || { echo "gpu_check.sh: --logs needs a directory" >&2; exit 2; }
             logs=$2; shift 2 ;;
     *) echo "gpu_check.sh: unknown argument '$1' (usage: gpu_check.sh [--logs DIR])" >&2; exit 2 ;;
@@ -21,6 +22,7 @@ build=${NMTRAIN_BUILD:-$root/build}
 build=$(cd "$build" 2> /dev/null && pwd) || { echo "gpu_check.sh: no build directory ${NMTRAIN_BUILD:-$root/build} (set NMTRAIN_BUILD, or source a bundle's env.sh)" >&2; exit 2; }
 python=${NMTRAIN_PYTHON:-${NMTRAIN_VENV:+$NMTRAIN_VENV/bin/python}}
 python=${python:-python3}
+command -v "$python" > /dev/null || { echo "gpu_check.sh: no Python '$python' (set NMTRAIN_PYTHON or NMTRAIN_VENV, or source a bundle's env.sh)" >&2; exit 2; }
 device=${GPU_CHECK_DEVICE:-cuda}
 case $device in cuda|cpu) ;; *) echo "gpu_check.sh: GPU_CHECK_DEVICE='$device' is not cuda or cpu" >&2; exit 2 ;; esac
 [ -x "$build/trainer/train" ] || { echo "gpu_check.sh: no $build/trainer/train (set NMTRAIN_BUILD, or source a bundle's env.sh)" >&2; exit 2; }
