@@ -23,6 +23,9 @@
 # be a fault that a rerun from the newest checkpoint gets past.
 # SIGINT/SIGTERM to the supervisor go to the job, which is then not restarted.
 set -uo pipefail
+# shellcheck source=launch/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+help_requested_then_exit "$0" "$@"
 max_restarts=3 backoff=10 max_backoff=300 log=""
 usage() { echo "usage: $0 [--max-restarts N] [--backoff S] [--max-backoff S] [--log FILE] -- COMMAND..." >&2; exit 2; }
 is_count() { [[ $1 =~ ^[0-9]+$ ]]; }
@@ -36,7 +39,8 @@ while [ $# -gt 0 ]; do
                    max_backoff=$2; shift 2 ;;
     --log) [ $# -ge 2 ] || usage; log=$2; shift 2 ;;
     --) shift; break ;;
-    *) usage ;;
+    --*=*) set -- "${1%%=*}" "${1#*=}" "${@:2}" ;;  # torchrun's --max-restarts=3 spelling
+    *) echo "$0: error: unknown option '$1' (the command goes after --)" >&2; usage ;;
   esac
 done
 [ $# -ge 1 ] || usage

@@ -44,6 +44,9 @@ out=$(bash "$root/launch/multinode_train.sh" --dry-run --iface 10.1.0.0/16 --hos
 [[ $out == *"--mca oob_tcp_if_include 10.1.0.0/16 -x LD_LIBRARY_PATH"* ]] || fail "multinode --iface CIDR: $out"
 if bash "$root/launch/supervise.sh" --max-restarts x -- true 2> /dev/null; then fail "supervise: bad --max-restarts accepted"; fi
 bash "$root/launch/supervise.sh" --max-restarts 0 --backoff 0 -- true 2> /dev/null || fail "supervise: a job that succeeds"
+bash "$root/launch/supervise.sh" --max-restarts=0 --backoff=0 -- true 2> /dev/null || fail "supervise: --opt=value spelling"
+rc=0; out=$(bash "$root/launch/supervise.sh" --max-restarts 0 true 2>&1) || rc=$?
+[ $rc = 2 ] && [[ $out == *"error: unknown option 'true' (the command goes after --)"* ]] || fail "supervise without --: exit $rc: $out"
 if bash "$root/launch/supervise.sh" --max-restarts 2 --backoff 0 -- bash -c 'exit 2' 2> /dev/null; then fail "supervise: bad input"; fi
 n=$(bash "$root/launch/supervise.sh" --max-restarts 2 --backoff 0 -- bash -c 'echo "x: error: boom" >&2; exit 3' 2>&1 | grep -c "attempt " || true)
 [ "$n" = 3 ] || fail "supervise: expected 3 attempts of a faulting job, got $n"
@@ -95,7 +98,7 @@ out=$(BUILD_DIR=/dev/null/build NMTRAIN_BUILD="$root/build" RUN_DIR=/no/such/run
   fail "quickstart with a failing build: exit $rc: $out"
 rm -r "$scratch/raw"
 # -h / --help print the script's header and do nothing else (no install, no build, no run).
-for s in quickstart build setup run_tests bundle mpirun_train multinode_train; do
+for s in quickstart build setup run_tests bundle mpirun_train multinode_train supervise; do
   rc=0
   out=$(cd "$scratch" && RUN_DIR=/no/such/run bash "$root/launch/$s.sh" --help 2>&1) || rc=$?
   [ $rc = 0 ] && [[ $out == *"$s"* ]] && [ "$(ls -A "$scratch")" = "" ] || fail "$s.sh --help: exit $rc: $out"
