@@ -44,6 +44,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ $# -ge 1 ] || usage
+backoff=$((backoff > max_backoff ? max_backoff : backoff))  # --max-backoff caps the first wait too
 cmd=("$@")
 # The reason COMMAND cannot be started at all, or nothing. Checked once, before the first
 # attempt: no backoff and no restart can make a missing program appear.
