@@ -6,9 +6,9 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=launch/common.sh
 source "$root/launch/common.sh"
-help_requested_then_exit "$0" "$@"
+help_requested_then_exit "${BASH_SOURCE[0]}" "$@"
 [ $# = 0 ] || { echo "build.sh: error: takes no arguments, got '$1' (BUILD_DIR=... sets the build directory)" >&2; exit 2; }
-build=$(realpath -m -- "${BUILD_DIR:-$root/build}")
+build=$(realpath -ms -- "${BUILD_DIR:-$root/build}")
 env_lines=$(bash "$root/launch/setup.sh")
 eval "$env_lines"
 export CCACHE_DIR
@@ -16,7 +16,10 @@ mkdir -p "$CCACHE_DIR"
 ccache --max-size=5G >/dev/null
 # Configured again when the build tree was made with another virtual environment (a pin in
 # versions.env changed): it would otherwise go on linking the old one's LibTorch.
-if [ ! -f "$build/build.ninja" ] || ! grep -qxF "NMTRAIN_VENV:PATH=$NMTRAIN_VENV" "$build/CMakeCache.txt"; then
+# From an empty cache: Python, Torch_DIR and NCCL are cached from the old one, and a configure
+# that keeps them would too.
+if [ ! -f "$build/build.ninja" ] || ! grep -sqxF "NMTRAIN_VENV:PATH=$(realpath -ms -- "$NMTRAIN_VENV")" "$build/CMakeCache.txt"; then
+  rm -f "$build/CMakeCache.txt"
   cmake -S "$root" -B "$build" -G Ninja -DNMTRAIN_VENV="$NMTRAIN_VENV" >&2
 fi
 start=$(date +%s)

@@ -19,10 +19,10 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=launch/common.sh
 source "$root/launch/common.sh"
-help_requested_then_exit "$0" "$@"
+help_requested_then_exit "${BASH_SOURCE[0]}" "$@"
 [ $# -le 1 ] || { echo "bundle.sh: error: takes one DIR at most, got $#: $*" >&2; exit 2; }
 [[ ${1:-} != -* ]] || { echo "bundle.sh: error: unknown option '$1' (usage: bash launch/bundle.sh [DIR])" >&2; exit 2; }
-out=$(realpath -m -- "${1:-$root/bundle}")
+out=$(realpath -ms -- "${1:-$root/bundle}")
 [ -d "$(dirname "$out")" ] || { echo "bundle.sh: error: $(dirname "$out") is not a directory: DIR's parent must exist" >&2; exit 2; }
 # An earlier bundle is told by the first line bundle.sh writes into its env.sh, not by the
 # file's name alone: a project of the user's may well hold an env.sh of its own.
@@ -33,7 +33,7 @@ if [ -e "$out" ] && ! grep -qs "$marker" "$out/env.sh"; then
 fi
 # The same for DIR.tar.gz: replaced only beside an earlier bundle, or where it holds one.
 if [ -e "$out.tar.gz" ] && ! grep -qs "$marker" "$out/env.sh" \
-  && ! { tar -xzOf "$out.tar.gz" "$(basename "$out")/env.sh" 2> /dev/null | grep -q "$marker"; }; then
+  && ! { tar -xzOf "$out.tar.gz" -- "$(basename "$out")/env.sh" 2> /dev/null | grep -q "$marker"; }; then
   echo "bundle.sh: $out.tar.gz exists and is not a bundle's archive (no $(basename "$out")/env.sh made by bundle.sh in it): choose another DIR" >&2
   exit 2
 fi
@@ -119,6 +119,6 @@ EOF
 rm -rf "$out" "$out.tar.gz"
 mv "$tmp" "$out"
 trap - EXIT
-tar -C "$(dirname "$out")" -czf "$out.tar.gz" "$(basename "$out")"
+tar -C "$(dirname "$out")" -czf "$out.tar.gz" -- "$(basename "$out")"
 echo "bundle.sh: $out ($(du -sh "$out" | cut -f1)) and $out.tar.gz ($(stat -c %s "$out.tar.gz" | awk '{printf "%.1f MB", $1/1e6}'))"
 echo "bundle.sh: on the target: tar xzf $(basename "$out").tar.gz && source $(basename "$out")/env.sh"

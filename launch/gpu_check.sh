@@ -8,6 +8,9 @@
 # without a GPU: checks that need one are then SKIP, the others run on the CPU.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=launch/common.sh
+source "$root/launch/common.sh"
+help_requested_then_exit "${BASH_SOURCE[0]}" "$@"
 logs= one=
 while [ $# -gt 0 ]; do
   case $1 in

@@ -7,7 +7,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=launch/common.sh
 source "$root/launch/common.sh"
-help_requested_then_exit "$0" "$@"
+help_requested_then_exit "${BASH_SOURCE[0]}" "$@"
 dry=0
 [ "${1:-}" = "--dry-run" ] && { dry=1; shift; }
 [ $# -ge 2 ] || { echo "usage: $0 [--dry-run] NP CONFIG [key=value ...] [--resume auto]" >&2; exit 2; }

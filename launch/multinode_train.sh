@@ -15,7 +15,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=launch/common.sh
 source "$root/launch/common.sh"
-help_requested_then_exit "$0" "$@"
+help_requested_then_exit "${BASH_SOURCE[0]}" "$@"
 usage() { echo "usage: $0 [--dry-run] [--iface CIDR|NAME] --hostfile FILE NP CONFIG [key=value ...]" >&2; exit 2; }
 dry=0 iface=""
 while [ $# -gt 0 ]; do

@@ -25,12 +25,13 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=launch/common.sh
 source "$root/launch/common.sh"
-help_requested_then_exit "$0" "$@"
+help_requested_then_exit "${BASH_SOURCE[0]}" "$@"
 raw=${1:-$root/../shared/data/multi30k}
 config=${CONFIG:-$root/configs/quickstart_de_en.yaml}
 [ -f "$config" ] || { echo "quickstart.sh: error: CONFIG '$config' is not a file" >&2; exit 2; }
-read -ra seeds <<< "${SEEDS:-}"
-read -ra extra <<< "${EXTRA:-}"
+# Words split at spaces, tabs and newlines alike (EXTRA may span lines), never globbed.
+read -r -d '' -a seeds <<< "${SEEDS:-}" || true
+read -r -d '' -a extra <<< "${EXTRA:-}" || true
 for o in "${extra[@]}"; do
   case $o in
     train.save_dir=* | data.raw_dir=*)
@@ -44,13 +45,14 @@ if [ ${#seeds[@]} -gt 0 ] && [ "$(printf '%s\n' "${seeds[@]}" | sort -u | wc -l)
   echo "quickstart.sh: error: SEEDS '${SEEDS}': a seed is given twice (members must differ)" >&2; exit 2
 fi
 [ -d "$raw" ] || { echo "quickstart.sh: error: raw data directory '$raw' does not exist (give Multi30k's as the first argument)" >&2; exit 2; }
-compgen -G "$raw/train.*" > /dev/null ||
+[ -n "$(find "$raw/" -maxdepth 1 -name 'train.*' -print -quit)" ] ||
   { echo "quickstart.sh: error: raw data directory '$raw' has no train.<lang> files (Multi30k's layout: train, val, test_2016_flickr)" >&2; exit 2; }
-# Absolute before the cd to the checkout below, so that they mean what they meant where run.
-config=$(realpath -m -- "$config") raw=$(realpath -m -- "$raw")
+# Absolute before the cd to the checkout below, so that they mean what they meant where run
+# (overrides inside EXTRA are read from the checkout, as the configs' own paths are).
+config=$(realpath -ms -- "$config") raw=$(realpath -ms -- "$raw")
 name=$(basename "$config" .yaml)
-run=$(realpath -m -- "${RUN_DIR:-$root/runs/$name}")
-shard_dir=${SHARD_DIR:+$(realpath -m -- "$SHARD_DIR")}
+run=$(realpath -ms -- "${RUN_DIR:-$root/runs/$name}")
+shard_dir=${SHARD_DIR:+$(realpath -ms -- "$SHARD_DIR")}
 load_build_env quickstart.sh "$root"
 b=$NMTRAIN_BUILD
 cd "$root"

@@ -7,7 +7,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=launch/common.sh
 source "$root/launch/common.sh"
-help_requested_then_exit "$0" "$@"
+help_requested_then_exit "${BASH_SOURCE[0]}" "$@"
 require_switch run_tests.sh NMTRAIN_SANITIZE "${NMTRAIN_SANITIZE:-1}"
 export NMTRAIN_WITH_SLURM=1  # setup.sh installs Slurm and munge for the slurm.* tests
 load_build_env run_tests.sh "$root"

@@ -19,7 +19,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/versions.env"
 # shellcheck source=launch/common.sh
 source "$here/common.sh"
-help_requested_then_exit "$0" "$@"
+help_requested_then_exit "${BASH_SOURCE[0]}" "$@"
 
 PYTHON=${PYTHON:-python3}
 command -v "$PYTHON" > /dev/null || { echo "setup.sh: error: PYTHON '$PYTHON' is not a program on PATH (set PYTHON to a Python 3)" >&2; exit 2; }
@@ -81,5 +81,5 @@ fi
 TORCH_DIR=$("$VENV/bin/python" -c 'import os, torch; print(os.path.dirname(torch.__file__))')
 printf 'export NMTRAIN_VENV=%q\n' "$VENV"
 printf 'export Torch_DIR=%q\n' "$TORCH_DIR/share/cmake/Torch"
-echo "export CCACHE_DIR=\${CCACHE_DIR:-$CACHE_ROOT/ccache}"
+printf 'export CCACHE_DIR=%q\n' "${CCACHE_DIR:-$CACHE_ROOT/ccache}"
 log "ready: torch $TORCH_VERSION in $VENV"

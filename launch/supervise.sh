@@ -24,11 +24,11 @@
 # SIGINT/SIGTERM to the supervisor go to the job, which is then not restarted.
 set -uo pipefail
 # shellcheck source=launch/common.sh
-source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-help_requested_then_exit "$0" "$@"
+source "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/common.sh"  # beside it, also through a symlink
+help_requested_then_exit "${BASH_SOURCE[0]}" "$@"
 max_restarts=3 backoff=10 max_backoff=300 log=""
 usage() { echo "usage: $0 [--max-restarts N] [--backoff S] [--max-backoff S] [--log FILE] -- COMMAND..." >&2; exit 2; }
-is_count() { [[ $1 =~ ^[0-9]+$ ]]; }
+is_count() { [[ $1 =~ ^(0|[1-9][0-9]*)$ ]]; }  # no leading zero: $((...)) would read 010 as octal
 while [ $# -gt 0 ]; do
   case $1 in
     --max-restarts) [ $# -ge 2 ] && is_count "$2" || { echo "$0: --max-restarts needs a count >= 0, got '${2:-}'" >&2; exit 2; }

@@ -98,11 +98,21 @@ out=$(BUILD_DIR=/dev/null/build NMTRAIN_BUILD="$root/build" RUN_DIR=/no/such/run
   fail "quickstart with a failing build: exit $rc: $out"
 rm -r "$scratch/raw"
 # -h / --help print the script's header and do nothing else (no install, no build, no run).
-for s in quickstart build setup run_tests bundle mpirun_train multinode_train supervise; do
+for s in quickstart.sh build.sh setup.sh run_tests.sh bundle.sh mpirun_train.sh multinode_train.sh supervise.sh gpu_check.sh slurm_train.sbatch; do
   rc=0
-  out=$(cd "$scratch" && RUN_DIR=/no/such/run bash "$root/launch/$s.sh" --help 2>&1) || rc=$?
-  [ $rc = 0 ] && [[ $out == *"$s"* ]] && [ "$(ls -A "$scratch")" = "" ] || fail "$s.sh --help: exit $rc: $out"
+  out=$(cd "$scratch" && RUN_DIR=/no/such/run bash "$root/launch/$s" --help 2>&1) || rc=$?
+  first=$(sed -n '2s/^# \{0,1\}//p' "$root/launch/$s")  # the header's first line, and nothing else printed
+  [ $rc = 0 ] && [ "$(head -1 <<< "$out")" = "$first" ] && [[ $out != *"[setup]"* ]] && [ "$(ls -A "$scratch")" = "" ] ||
+    fail "$s --help: exit $rc: $out"
 done
+# ... also found through PATH or a symlink (help reads the script bash opened, not \$0).
+(cd / && PATH="$root/launch:$PATH" bash supervise.sh --help | head -1 | grep -q "Restarts a training job") || fail "supervise.sh --help through PATH"
+ln -s "$root/launch/supervise.sh" "$scratch/sup" && bash "$scratch/sup" --max-restarts=0 --backoff=0 -- true 2> /dev/null &&
+  rm "$scratch/sup" || fail "supervise.sh through a symlink"
+# EXTRA over several lines keeps every line (its refusals included).
+rc=0
+out=$(EXTRA=$'eval.beam=4\ntrain.save_dir=elsewhere' RUN_DIR=/no/such/run bash "$root/launch/quickstart.sh" 2>&1) || rc=$?
+[ $rc = 2 ] && [[ $out == *"EXTRA 'train.save_dir=elsewhere'"* ]] || fail "quickstart EXTRA over two lines: exit $rc: $out"
 # On/off variables take 0 or 1 only (NMTRAIN_SANITIZE=false must not run the sanitizers), and
 # build.sh and setup.sh refuse what they cannot use, by name, before installing anything.
 rc=0; out=$(NMTRAIN_SANITIZE=false bash "$root/launch/run_tests.sh" 2>&1) || rc=$?
