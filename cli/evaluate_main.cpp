@@ -1,5 +1,5 @@
 // evaluate --config C --checkpoint P [--checkpoint P ...] [--split val|test|FILE] [--ref FILE] [--beam K] [--lenpen A] [--output FILE]
-//          [--verbose]
+//          [--channel P [--channel-weight W]] [--verbose]
 // evaluate bleu --hyp FILE --ref FILE
 // Prints sacreBLEU's score line, then its signature.
 #include <cstdio>

@@ -1,4 +1,5 @@
-// translate --config C --checkpoint P [--checkpoint P ...] [--beam K] [--nbest N] [--input FILE] [--verbose] < source > hypotheses
+// translate --config C --checkpoint P [--checkpoint P ...] [--beam K] [--nbest N] [--input FILE]
+//           [--channel P [--channel-weight W]] [--verbose] < source > hypotheses
 // Like marian-decoder / fairseq-interactive: one translation per input line; with
 // --nbest N, N lines per input in Marian's n-best format "i ||| translation ||| score".
 #include <iostream>
