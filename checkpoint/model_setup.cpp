@@ -55,11 +55,28 @@ void check_vocabulary(const Checkpoint& ckpt, const std::string& what, const dat
                           "...): the checkpoint was trained on other data");
 }
 
+void check_same_computation(const Checkpoint& ckpt, const model::ModelConfig& configured, const std::string& what) {
+  model::ModelConfig then;
+  try {
+    then = config::load_config_text(ckpt.config_yaml, what + " (its config)").model;
+  } catch (const config::ConfigError&) {
+    return;  // written by a version with other keys: nothing to compare it with
+  }
+  const auto refuse = [&](const std::string& key, const std::string& was, const std::string& is) {
+    throw CheckpointError(what + ": trained with model." + key + "=" + was + ", but the configured model has " + is +
+                          " (the weights would load and compute something else; set model." + key + "=" + was + ")");
+  };
+  const auto text = [](bool b) { return std::string(b ? "true" : "false"); };
+  if (then.heads != configured.heads) refuse("heads", std::to_string(then.heads), std::to_string(configured.heads));
+  if (then.fix_norm != configured.fix_norm) refuse("fix_norm", text(then.fix_norm), text(configured.fix_norm));
+}
+
 model::Transformer load_model_for_inference(const config::Config& cfg, const data::Manifest& manifest,
                                             const std::string& checkpoint_path, const torch::Device& device) {
   Checkpoint ckpt = load_checkpoint(checkpoint_path);
   check_vocabulary(ckpt, checkpoint_path, manifest);
   const model::ModelConfig model_cfg = model_config_for(cfg, manifest);
+  check_same_computation(ckpt, model_cfg, checkpoint_path);
   runtime::check_fits(model_cfg, cfg, device, /*training=*/false);
   return inference_model(model_cfg, ckpt, checkpoint_path, device);
 }

@@ -24,6 +24,13 @@ void check_vocabulary(const Checkpoint& ckpt, const std::string& what, const dat
 // config against the manifest first.
 model::ModelConfig model_config_for(const config::Config& cfg, const data::Manifest& manifest);
 
+// Refuses (CheckpointError naming the key and both values) a configured model that differs from
+// the one the checkpoint was trained as in a key that changes what the model computes but not
+// its parameters' names or shapes, so that loading the weights would not notice: model.heads and
+// model.fix_norm. A checkpoint whose stored config does not parse (another version's keys) is
+// not compared.
+void check_same_computation(const Checkpoint& ckpt, const model::ModelConfig& configured, const std::string& what);
+
 // Builds the configured model and loads a checkpoint's weights into it, refusing a
 // checkpoint of another vocabulary or shape with a message naming file and field.
 model::Transformer load_model_for_inference(const config::Config& cfg, const data::Manifest& manifest,

@@ -208,6 +208,8 @@ std::vector<Field> model_fields() {
       NMT_FIELD(model, encoder_layerdrop, (Range{0, 0.999})),
       NMT_FIELD(model, decoder_layerdrop, (Range{0, 0.999})),
       NMT_FIELD(model, pre_norm, Any{}),
+      NMT_CHOICE(model, norm, {{"layer", model::NormKind::kLayer}, {"scale", model::NormKind::kScale}}),
+      NMT_FIELD(model, fix_norm, Any{}),
       NMT_FIELD(model, max_positions, (Range{2, 1e7})),
   };
 }

@@ -5,6 +5,9 @@
 
 namespace nmt::model {
 
+// model.norm: LayerNorm (the paper) or ScaleNorm (model/norm.h).
+enum class NormKind { kLayer, kScale };
+
 struct ModelConfig {
   int64_t vocab_size = 0;         // joint vocabulary size; set from the shard manifest, not from YAML
   int64_t pad_id = 0;             // padding id; set from the shard manifest
@@ -21,7 +24,12 @@ struct ModelConfig {
   double target_word_dropout = 0.0;  // ... a whole decoder input token embedding
   double encoder_layerdrop = 0.0;    // skip a whole encoder layer in a training pass (LayerDrop)
   double decoder_layerdrop = 0.0;    // ... a whole decoder layer
-  bool pre_norm = false;          // LayerNorm before each sublayer (true) or after the residual (paper)
+  bool pre_norm = false;          // the norm before each sublayer (true) or after the residual (paper)
+  NormKind norm = NormKind::kLayer;  // layer|scale (model/norm.h)
+  // FixNorm (Nguyen & Chiang 2018, as in Nguyen & Salazar 2019): every row of the tied embedding
+  // matrix is used at unit length, in the inputs (times sqrt(d_model), as always) and in the
+  // output projection, whose logits are then the final hidden state's length times a cosine.
+  bool fix_norm = false;
   int64_t max_positions = 1024;   // longest sequence the sinusoidal table covers
 };
 

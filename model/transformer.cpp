@@ -33,12 +33,10 @@ torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
 }
 
 namespace {
-torch::nn::LayerNorm layer_norm(int64_t d) { return torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})); }
-
 // One sublayer with its residual: post-norm  x = norm(x + drop(f(x)))  (the paper), or
 // pre-norm  x = x + drop(f(norm(x))).
 template <typename Fn>
-torch::Tensor residual(const torch::Tensor& x, torch::nn::LayerNorm& norm, bool pre_norm, double p, bool training,
+torch::Tensor residual(const torch::Tensor& x, Norm& norm, bool pre_norm, double p, bool training,
                        Fn&& f) {
   if (pre_norm) return kernels::dropout_add(x, f(norm(x)), p, training);
   return norm(kernels::dropout_add(x, f(x), p, training));
@@ -48,8 +46,8 @@ torch::Tensor residual(const torch::Tensor& x, torch::nn::LayerNorm& norm, bool 
 EncoderLayerImpl::EncoderLayerImpl(const ModelConfig& c) : dropout_(c.dropout), pre_norm_(c.pre_norm) {
   self_attn = register_module("self_attn", MultiHeadAttention(c.d_model, c.heads, c.attention_dropout, true));
   ffn = register_module("ffn", FeedForward(c.d_model, c.ffn_dim, c.activation_dropout));
-  norm1 = register_module("norm1", layer_norm(c.d_model));
-  norm2 = register_module("norm2", layer_norm(c.d_model));
+  norm1 = register_module("norm1", Norm(c.norm, c.d_model));
+  norm2 = register_module("norm2", Norm(c.norm, c.d_model));
 }
 
 torch::Tensor EncoderLayerImpl::forward(torch::Tensor x, const torch::Tensor& src_mask) {
@@ -62,9 +60,9 @@ DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c) : dropout_(c.dropout), 
   self_attn = register_module("self_attn", MultiHeadAttention(c.d_model, c.heads, c.attention_dropout, true));
   cross_attn = register_module("cross_attn", MultiHeadAttention(c.d_model, c.heads, c.attention_dropout, false));
   ffn = register_module("ffn", FeedForward(c.d_model, c.ffn_dim, c.activation_dropout));
-  norm1 = register_module("norm1", layer_norm(c.d_model));
-  norm2 = register_module("norm2", layer_norm(c.d_model));
-  norm3 = register_module("norm3", layer_norm(c.d_model));
+  norm1 = register_module("norm1", Norm(c.norm, c.d_model));
+  norm2 = register_module("norm2", Norm(c.norm, c.d_model));
+  norm3 = register_module("norm3", Norm(c.norm, c.d_model));
 }
 
 torch::Tensor DecoderLayerImpl::forward(torch::Tensor x, const torch::Tensor& memory, const torch::Tensor& self_mask,
@@ -112,8 +110,8 @@ TransformerImpl::TransformerImpl(const ModelConfig& c) : config_(c) {
   for (int64_t i = 0; i < c.encoder_layers; ++i) encoder_layers->push_back(EncoderLayer(c));
   for (int64_t i = 0; i < c.decoder_layers; ++i) decoder_layers->push_back(DecoderLayer(c));
   if (c.pre_norm) {
-    encoder_norm = register_module("encoder_norm", layer_norm(c.d_model));
-    decoder_norm = register_module("decoder_norm", layer_norm(c.d_model));
+    encoder_norm = register_module("encoder_norm", Norm(c.norm, c.d_model));
+    decoder_norm = register_module("decoder_norm", Norm(c.norm, c.d_model));
   }
   positions_ = register_buffer("positions", sinusoidal_positions(c.max_positions, c.d_model));
   reset_parameters();
@@ -123,15 +121,17 @@ void TransformerImpl::reset_parameters() {
   torch::NoGradGuard no_grad;
   // Xavier-uniform for every projection, zero biases (the paper's reference code);
   // embeddings N(0, d^-1/2) so that after the sqrt(d) scale they have unit variance, and
-  // the pad row zero.
+  // the pad row zero. Under FixNorm only the rows' directions count; U(-0.01, 0.01) as in
+  // Nguyen & Salazar's code keeps the rows short, so that early updates turn them quickly.
   for (auto& p : named_parameters()) {
     const std::string& name = p.key();
     if (name == "embed.weight") continue;
-    if (name.find("norm") != std::string::npos) continue;  // LayerNorm keeps 1 / 0
+    if (name.find("norm") != std::string::npos) continue;  // norms keep their own (model/norm.h)
     if (name.size() > 7 && name.compare(name.size() - 7, 7, ".weight") == 0) torch::nn::init::xavier_uniform_(p.value());
     else if (name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0) p.value().zero_();
   }
-  embed->weight.normal_(0.0, std::pow(static_cast<double>(config_.d_model), -0.5));
+  if (config_.fix_norm) embed->weight.uniform_(-0.01, 0.01);
+  else embed->weight.normal_(0.0, std::pow(static_cast<double>(config_.d_model), -0.5));
   embed->weight[config_.pad_id].zero_();
 }
 
@@ -139,7 +139,8 @@ torch::Tensor TransformerImpl::embed_tokens(const torch::Tensor& tokens, int64_t
   const int64_t len = tokens.size(1);
   TORCH_CHECK(first_position + len <= config_.max_positions, "sequence of ", first_position + len,
               " positions exceeds model.max_positions = ", config_.max_positions);
-  auto x = word_dropout(embed(tokens) * std::sqrt(static_cast<double>(config_.d_model)), word_drop, is_training()) +
+  const auto vectors = config_.fix_norm ? torch::embedding(word_vectors(), tokens) : embed(tokens);
+  auto x = word_dropout(vectors * std::sqrt(static_cast<double>(config_.d_model)), word_drop, is_training()) +
            positions_.slice(0, first_position, first_position + len);
   return kernels::dropout_add(torch::Tensor(), x, config_.dropout, is_training());
 }
@@ -163,7 +164,21 @@ torch::Tensor TransformerImpl::decode(const torch::Tensor& tgt_in, const torch::
 }
 
 torch::Tensor TransformerImpl::project(const torch::Tensor& hidden) {
-  return kernels::linear(hidden, embed->weight, torch::Tensor());  // tied output projection: hidden E^T
+  return kernels::linear(hidden, word_vectors(), torch::Tensor());  // tied output projection: hidden E^T
+}
+
+torch::Tensor TransformerImpl::word_vectors() {
+  if (!config_.fix_norm) return embed->weight;
+  // The pad row is zero and stays zero: the clamp keeps 0 / 0 out.
+  const auto unit = [&] { return embed->weight / embed->weight.norm(2, {1}, /*keepdim=*/true).clamp_min(1e-12); };
+  if (torch::GradMode::is_enabled()) return unit();
+  const auto& weight = embed->weight;
+  if (!unit_rows_.defined() || unit_rows_version_ != weight._version() || unit_rows_data_ != weight.const_data_ptr()) {
+    unit_rows_ = unit();
+    unit_rows_version_ = weight._version();
+    unit_rows_data_ = weight.const_data_ptr();
+  }
+  return unit_rows_;
 }
 
 torch::Tensor TransformerImpl::forward_hidden(const torch::Tensor& src, const torch::Tensor& tgt_in) {

@@ -1,14 +1,16 @@
 #pragma once
 // The Transformer of "Attention Is All You Need": shared (tied) embeddings scaled by
 // sqrt(d_model) plus sinusoidal positions, encoder and decoder stacks of attention and
-// position-wise FFN sublayers with residual + LayerNorm (post-norm as in the paper, or
-// pre-norm), and an output projection tied to the embedding matrix.
+// position-wise FFN sublayers with residual + norm (post-norm as in the paper, or pre-norm;
+// LayerNorm or ScaleNorm, model/norm.h), and an output projection tied to the embedding matrix
+// (its rows at unit length under model.fix_norm).
 #include <torch/torch.h>
 
 #include <vector>
 
 #include "model/attention.h"
 #include "model/model_config.h"
+#include "model/norm.h"
 
 namespace nmt::model {
 
@@ -32,7 +34,7 @@ class EncoderLayerImpl : public torch::nn::Module {
   torch::Tensor forward(torch::Tensor x, const torch::Tensor& src_mask);
   MultiHeadAttention self_attn{nullptr};
   FeedForward ffn{nullptr};
-  torch::nn::LayerNorm norm1{nullptr}, norm2{nullptr};
+  Norm norm1{nullptr}, norm2{nullptr};
 
  private:
   double dropout_;
@@ -54,7 +56,7 @@ class DecoderLayerImpl : public torch::nn::Module {
                         const torch::Tensor& memory_mask, LayerCache* cache = nullptr);
   MultiHeadAttention self_attn{nullptr}, cross_attn{nullptr};
   FeedForward ffn{nullptr};
-  torch::nn::LayerNorm norm1{nullptr}, norm2{nullptr}, norm3{nullptr};
+  Norm norm1{nullptr}, norm2{nullptr}, norm3{nullptr};
 
  private:
   double dropout_;
@@ -111,12 +113,15 @@ class TransformerImpl : public torch::nn::Module {
   torch::Tensor decode(const torch::Tensor& tgt_in, const torch::Tensor& memory, const torch::Tensor& memory_mask);
   // hidden [..., d] -> logits [..., vocab] through the tied embedding matrix.
   torch::Tensor project(const torch::Tensor& hidden);
+  // The tied matrix as the model uses it [vocab, d]: embed->weight, or under model.fix_norm its
+  // rows at unit length (with no gradient recorded, computed once per change of the weight).
+  torch::Tensor word_vectors();
 
   const ModelConfig& config() const { return config_; }
 
   torch::nn::Embedding embed{nullptr};
   torch::nn::ModuleList encoder_layers{nullptr}, decoder_layers{nullptr};
-  torch::nn::LayerNorm encoder_norm{nullptr}, decoder_norm{nullptr};  // pre-norm only
+  Norm encoder_norm{nullptr}, decoder_norm{nullptr};  // pre-norm only
 
  private:
   // Scaled embeddings (with word dropout `word_drop` while training) plus positions.
@@ -125,6 +130,12 @@ class TransformerImpl : public torch::nn::Module {
 
   ModelConfig config_;
   torch::Tensor positions_;  // buffer [max_positions, d]
+  // FixNorm's unit rows kept for decoding, and the version and storage of embed->weight they
+  // came from (Module::to swaps the storage and keeps the version): a decoding step would
+  // otherwise renormalise the whole matrix for a few rows of output.
+  torch::Tensor unit_rows_;
+  int64_t unit_rows_version_ = -1;
+  const void* unit_rows_data_ = nullptr;
 };
 TORCH_MODULE(Transformer);
 

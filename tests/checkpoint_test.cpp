@@ -3,6 +3,7 @@
 #include "checkpoint/average.h"
 #include "checkpoint/best_validations.h"
 #include "checkpoint/checkpoint.h"
+#include "checkpoint/model_setup.h"
 #include "model/transformer.h"
 #include "tests/test_util.h"
 
@@ -119,6 +120,27 @@ TEST(Checkpoint, ShapeMismatchNamesTheParameter) {
   pre.pre_norm = true;  // has encoder_norm/decoder_norm the checkpoint lacks
   model::Transformer other(pre);
   EXPECT_THROW_WITH(load_model_weights(*other, c.model, dir.file("a.pt")), CheckpointError, "lacks parameter");
+}
+
+// model.norm changes the parameters' names (above); model.fix_norm and model.heads change none,
+// so only the checkpoint's stored config can tell.
+TEST(Checkpoint, KeysWithoutParametersOfTheirOwnAreComparedWithTheStoredConfig) {
+  model::Transformer m(tiny(8));
+  Checkpoint c = make(m, 1);
+  c.config_yaml = "model:\n  d_model: 8\n  heads: 2\n  fix_norm: true\n";
+  auto configured = tiny(8);
+  EXPECT_THROW_WITH(check_same_computation(c, configured, "a.pt"), CheckpointError, "a.pt",
+                    "trained with model.fix_norm=true, but the configured model has false", "set model.fix_norm=true");
+  configured.fix_norm = true;
+  EXPECT_NO_THROW(check_same_computation(c, configured, "a.pt"));
+  configured.heads = 4;
+  EXPECT_THROW_WITH(check_same_computation(c, configured, "a.pt"), CheckpointError,
+                    "trained with model.heads=2, but the configured model has 4");
+  c.config_yaml = "model:\n  heads: 2\n  a_key_of_another_version: 1\n";
+  EXPECT_NO_THROW(check_same_computation(c, configured, "a.pt")) << "nothing to compare with";
+  c.config_yaml = "model:\n  heads: 4\n";  // fix_norm's default: a checkpoint from before the key
+  configured.fix_norm = false;
+  EXPECT_NO_THROW(check_same_computation(c, configured, "a.pt"));
 }
 
 TEST(Checkpoint, AverageIsTheMeanAndChecksInputs) {

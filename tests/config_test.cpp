@@ -56,6 +56,8 @@ TEST(Config, OutOfRangeNamesKeyValueFileAndLine) {
   EXPECT_THROW_WITH(validate(cfg, Needs::kNothing), ConfigError, "data.max_tokens", "'-5'", "x.yaml:2", ">= 2");
   EXPECT_THROW_WITH(load_config_text("schedule:\n  type: cosinus\n", "x.yaml"), ConfigError, "schedule.type",
                     "'cosinus'", "x.yaml:2", "noam, inverse_sqrt, constant, cosine, linear");
+  EXPECT_THROW_WITH(load_config_text("model:\n  norm: rms\n", "x.yaml"), ConfigError, "model.norm", "'rms'",
+                    "x.yaml:2", "layer, scale");
   cfg = load_config_text("schedule:\n  type: cosine\n  warmup_updates: 100\n", "x.yaml");
   EXPECT_THROW_WITH(validate(cfg, Needs::kNothing), ConfigError, "schedule.type", "'cosine'", "x.yaml:2",
                     "train.max_updates or schedule.total_updates");
@@ -117,7 +119,8 @@ TEST(Config, PrintConfigRoundTrips) {
   Config cfg = load_config_text("", "x.yaml",
                                 {"optim.eps=1e-9", "schedule.factor=0.1", "model.dropout=0.3", "data.spm_model=a: b",
                                  "data.src_lang=yes", "model.pre_norm=true", "train.save_dir=", "train.max_minutes=55",
-                                 "data.max_tokens=1234", "schedule.type=linear", "eval.average_last=10"});
+                                 "data.max_tokens=1234", "schedule.type=linear", "eval.average_last=10",
+                                 "model.norm=scale", "model.fix_norm=true"});
   const std::string yaml = to_yaml(cfg);
   EXPECT_NE(yaml.find("  type: \"linear\""), std::string::npos);  // the enum printed by its name
   EXPECT_NE(yaml.find("\n  average_last: 10\n"), std::string::npos);  // the line launch/quickstart.sh reads
@@ -132,6 +135,8 @@ TEST(Config, PrintConfigRoundTrips) {
   EXPECT_EQ(back.data.max_tokens, 1234);
   EXPECT_TRUE(back.model.pre_norm);
   EXPECT_EQ(back.schedule.type, ScheduleType::kLinear);
+  EXPECT_EQ(back.model.norm, model::NormKind::kScale);
+  EXPECT_TRUE(back.model.fix_norm);
   // Every key is printed.
   for (const std::string& key : config_keys())
     EXPECT_NE(yaml.find("  " + key.substr(key.find('.') + 1) + ":"), std::string::npos) << key;

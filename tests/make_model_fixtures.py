@@ -1,7 +1,9 @@
 """Generates tests/fixtures/transformer_*.pt: fixed weights, inputs, masks and outputs of
 the Transformer computed with PyTorch's own Python ops, written independently of our
 C++ model (explicit softmax attention, F.layer_norm, F.linear), so the C++ model is
-checked against another implementation, not against itself.
+checked against another implementation, not against itself. ScaleNorm and FixNorm are
+written from Nguyen & Salazar 2019's formulas: g * x / max(||x||, 1e-5), and the tied matrix
+with unit rows (F.normalize) in the inputs and the output projection.
 
 Run with the Python of the pinned torch wheel:  python tests/make_model_fixtures.py
 """
@@ -68,10 +70,24 @@ def attention(q, k, v, mask):
     return out.transpose(1, 2).reshape(b, tq, D)
 
 
-def forward(w, src, tgt, pre_norm):
-    ln = lambda x, n: F.layer_norm(x, (D,), w[n + ".weight"], w[n + ".bias"], 1e-5)
+def scale_weights(w, gen):
+    """LayerNorm's weight and bias -> ScaleNorm's one scalar g, near its sqrt(D) start."""
+    out = {k: v for k, v in w.items() if not k.endswith(("norm1.bias", "norm2.bias", "norm3.bias", "_norm.bias"))}
+    for k in list(out):
+        if k.endswith((".weight",)) and ("norm1" in k or "norm2" in k or "norm3" in k or "_norm" in k):
+            del out[k]
+            out[k[: -len(".weight")] + ".scale"] = math.sqrt(D) * (1 + 0.1 * torch.randn(1, generator=gen))
+    return out
+
+
+def forward(w, src, tgt, pre_norm, scale_norm=False, fix_norm=False):
+    if scale_norm:
+        ln = lambda x, n: x * (w[n + ".scale"] / x.norm(dim=-1, keepdim=True).clamp(min=1e-5))
+    else:
+        ln = lambda x, n: F.layer_norm(x, (D,), w[n + ".weight"], w[n + ".bias"], 1e-5)
     pe = sinusoids(MAXPOS, D)
-    embed = lambda t: F.embedding(t, w["embed.weight"]) * math.sqrt(D) + pe[: t.shape[1]]
+    table = F.normalize(w["embed.weight"], dim=-1) if fix_norm else w["embed.weight"]
+    embed = lambda t: F.embedding(t, table) * math.sqrt(D) + pe[: t.shape[1]]
 
     def sub(x, norm, f):
         return x + f(ln(x, norm)) if pre_norm else ln(x + f(x), norm)
@@ -107,7 +123,7 @@ def forward(w, src, tgt, pre_norm):
         y = sub(y, p + "norm3", lambda h: ffn(h, p))
     if pre_norm:
         y = ln(y, "decoder_norm")
-    return y @ w["embed.weight"].t(), src_mask, self_mask
+    return y @ table.t(), src_mask, self_mask
 
 
 def main():
@@ -125,6 +141,23 @@ def main():
                     "self_mask": self_mask, "positions": sinusoids(MAXPOS, D),
                     "config": {"vocab": V, "d_model": D, "heads": H, "ffn_dim": FFN, "encoder_layers": ENC,
                                "decoder_layers": DEC, "pad": PAD, "max_positions": MAXPOS, "pre_norm": int(pre_norm)}},
+                   os.path.join(HERE, "fixtures", name))
+        print("wrote", name, "max |logit| =", float(logits.abs().max()))
+    # model.norm=scale and model.fix_norm, from their own generator so that the fixtures above
+    # keep their values: pre-norm with both, and post-norm with ScaleNorm alone.
+    gen = torch.Generator().manual_seed(4321)
+    for pre_norm, fix_norm, name in ((True, True, "transformer_prenorm_scale_fixnorm.pt"),
+                                     (False, False, "transformer_postnorm_scale.pt")):
+        w = scale_weights(make_weights(gen), gen)
+        if not pre_norm:
+            w = {k: v for k, v in w.items() if not k.startswith(("encoder_norm", "decoder_norm"))}
+        with torch.no_grad():
+            logits, src_mask, self_mask = forward(w, src, tgt, pre_norm, scale_norm=True, fix_norm=fix_norm)
+        torch.save({"weights": w, "src": src, "tgt_in": tgt, "logits": logits, "src_mask": src_mask,
+                    "self_mask": self_mask, "positions": sinusoids(MAXPOS, D),
+                    "config": {"vocab": V, "d_model": D, "heads": H, "ffn_dim": FFN, "encoder_layers": ENC,
+                               "decoder_layers": DEC, "pad": PAD, "max_positions": MAXPOS, "pre_norm": int(pre_norm),
+                               "norm": "scale", "fix_norm": int(fix_norm)}},
                    os.path.join(HERE, "fixtures", name))
         print("wrote", name, "max |logit| =", float(logits.abs().max()))
 

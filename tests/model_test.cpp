@@ -36,6 +36,9 @@ ModelConfig fixture_config(const c10::impl::GenericDict& f) {
   mc.pad_id = c.at("pad").toInt();
   mc.max_positions = c.at("max_positions").toInt();
   mc.pre_norm = c.at("pre_norm").toInt() != 0;
+  // Keys the first fixtures predate: LayerNorm, no FixNorm.
+  if (c.contains("norm")) mc.norm = c.at("norm").toStringRef() == "scale" ? NormKind::kScale : NormKind::kLayer;
+  if (c.contains("fix_norm")) mc.fix_norm = c.at("fix_norm").toInt() != 0;
   mc.dropout = 0;
   return mc;
 }
@@ -93,10 +96,12 @@ TEST_P(ForwardVsPyTorch, LogitsMatch) {
 }
 
 INSTANTIATE_TEST_SUITE_P(PostAndPreNorm, ForwardVsPyTorch,
-                         ::testing::Values("transformer_postnorm.pt", "transformer_prenorm.pt"));
+                         ::testing::Values("transformer_postnorm.pt", "transformer_prenorm.pt",
+                                           "transformer_prenorm_scale_fixnorm.pt", "transformer_postnorm_scale.pt"));
 
 TEST(Model, IncrementalDecodingEqualsFullRecomputation) {
-  for (const char* name : {"transformer_postnorm.pt", "transformer_prenorm.pt"}) {
+  for (const char* name : {"transformer_postnorm.pt", "transformer_prenorm.pt", "transformer_prenorm_scale_fixnorm.pt",
+                           "transformer_postnorm_scale.pt"}) {
     const auto f = load_fixture(name);
     Transformer m = fixture_model(f);
     torch::NoGradGuard g;
@@ -161,6 +166,70 @@ TEST(Model, TiedEmbeddingIsOneParameterAndPadRowStartsZero) {
   const auto w = m->named_parameters()["encoder_layers.0.self_attn.in_proj.weight"];
   EXPECT_LE(w.abs().max().item<double>(), bound + 1e-6);
   EXPECT_GT(w.abs().max().item<double>(), 0.9 * bound);
+}
+
+ModelConfig small_config() {
+  ModelConfig c;
+  c.vocab_size = 50;
+  c.d_model = 16;
+  c.heads = 2;
+  c.ffn_dim = 32;
+  c.encoder_layers = c.decoder_layers = 1;
+  c.pre_norm = true;
+  return c;
+}
+
+TEST(Model, ScaleNormHasOneScalarPerNormStartingAtSqrtD) {
+  ModelConfig c = small_config();
+  c.norm = NormKind::kScale;
+  Transformer m(c);
+  int64_t norms = 0;
+  for (const auto& p : m->named_parameters()) {
+    if (p.key().find("norm") == std::string::npos) continue;
+    ++norms;
+    EXPECT_EQ(p.key().substr(p.key().size() - 6), ".scale") << p.key();
+    EXPECT_EQ(p.value().numel(), 1) << p.key();
+    EXPECT_FLOAT_EQ(p.value().item<float>(), 4.0f) << p.key() << ": sqrt(16)";
+  }
+  EXPECT_EQ(norms, 2 + 3 + 2) << "an encoder layer's 2, a decoder layer's 3, and the two stacks' final norms";
+  // g * x / ||x||, and a zero vector stays zero (the clamp), by hand.
+  Norm norm(NormKind::kScale, 4);
+  const auto y = norm(torch::tensor({3.0f, 0.0f, 4.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f}).view({2, 4}));
+  EXPECT_TRUE(torch::allclose(y, torch::tensor({1.2f, 0.0f, 1.6f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f}).view({2, 4}))) << y;
+}
+
+// FixNorm: the matrix is used with unit rows, so a row's gradient has no component along the
+// row (scaling a row changes nothing), and decoding follows a change of the weight.
+TEST(Model, FixNormUsesUnitRowsAndItsGradientIsOrthogonalToThem) {
+  ModelConfig c = small_config();
+  c.fix_norm = true;
+  torch::manual_seed(5);
+  Transformer m(c);
+  EXPECT_LE(m->embed->weight.abs().max().item<double>(), 0.01) << "U(-0.01, 0.01) start";
+  const auto norms = m->word_vectors().norm(2, {1});
+  EXPECT_NEAR(norms[0].item<double>(), 0.0, 0.0) << "the pad row stays zero";
+  EXPECT_TRUE(torch::allclose(norms.slice(0, 1), torch::ones({49}), 1e-5, 1e-5));
+  m->train();
+  const auto src = torch::tensor({5, 6, 7, 3}, torch::kInt64).view({1, 4});
+  const auto tgt = torch::tensor({2, 8, 9}, torch::kInt64).view({1, 3});
+  m->forward(src, tgt).pow(2).sum().backward();
+  const auto grad = m->embed->weight.grad();
+  const auto w = m->embed->weight;
+  EXPECT_GT(grad.abs().max().item<double>(), 1e-3);
+  // Zero up to float32 rounding of a 16-term dot product (the same terms in absolute value).
+  const double along = (grad * w).sum(1).abs().max().item<double>();
+  const double terms = (grad.abs() * w.abs()).sum(1).max().item<double>();
+  EXPECT_LT(along, 1e-5 * terms) << "gradient along the rows";
+
+  m->eval();
+  torch::NoGradGuard no_grad;
+  const auto before = m->forward(src, tgt);
+  m->embed->weight.mul_(3.0);  // lengths change, directions do not: nothing may change
+  EXPECT_TRUE(torch::allclose(m->forward(src, tgt), before, 1e-5, 1e-5));
+  m->embed->weight.slice(0, 12, 13).neg_();  // row 12 (in no input) turns round: its logit changes sign
+  const auto after = m->forward(src, tgt);
+  EXPECT_TRUE(torch::allclose(after.select(2, 12), before.select(2, 12).neg(), 1e-5, 1e-5));
+  EXPECT_TRUE(torch::allclose(after.select(2, 11), before.select(2, 11), 1e-5, 1e-5));
 }
 
 eval::SearchOptions options(int64_t beam) {

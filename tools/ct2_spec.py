@@ -6,6 +6,12 @@ What the mapping has to get right (each point read from our C++):
   * post-norm (the paper) or pre-norm, from model.pre_norm; pre-norm adds final
     encoder_norm / decoder_norm, which the spec has only when pre_norm is set;
   * ReLU FFN; LayerNorm eps 1e-5 (torch::nn::LayerNorm's default);
+  * model.norm=scale: ScaleNorm g x / max(||x||, 1e-5) is CTranslate2's RMSNorm
+    gamma x / sqrt(mean(x^2) + eps) with every gamma g / sqrt(d) and eps 1e-10 / d, so that
+    d * eps = (1e-5)^2: the two agree to float32 rounding except on vectors shorter than about
+    1e-5, where both stay finite;
+  * model.fix_norm: the tied matrix is written with its rows at unit length, as the model
+    uses it in the inputs and the output projection;
   * one embedding matrix for encoder input, decoder input and output projection (tied,
     no output bias), scaled by sqrt(d_model) (CTranslate2's scale_embeddings);
   * sinusoidal positions from 0, pe[p, 2i] = sin, pe[p, 2i+1] = cos (interleaved):
@@ -20,6 +26,7 @@ from ctranslate2.converters.converter import Converter
 from ctranslate2.specs import common_spec, transformer_spec
 
 LAYER_NORM_EPS = 1e-5
+SCALE_NORM_EPS = 1e-5
 
 
 def sinusoidal_positions(max_positions, d_model):
@@ -36,7 +43,10 @@ def _linear(spec, w, name, bias_mask=None):
     spec.bias = (bias * bias_mask if bias_mask is not None else bias).numpy()
 
 
-def _norm(spec, w, name):
+def _norm(spec, w, name, d):
+    if name + ".scale" in w:  # ScaleNorm as an RMSNorm (module docstring): gamma only
+        spec.gamma = (w[name + ".scale"].reshape(1) / d ** 0.5).expand(d).contiguous().numpy()
+        return
     spec.gamma = w[name + ".weight"].numpy()
     spec.beta = w[name + ".bias"].numpy()
 
@@ -49,26 +59,29 @@ def _key_bias_mask(d, parts):
 def _set_layer(layer, w, p, d, decoder):
     _linear(layer.self_attention.linear[0], w, p + "self_attn.in_proj", _key_bias_mask(d, "qkv"))
     _linear(layer.self_attention.linear[1], w, p + "self_attn.out_proj")
-    _norm(layer.self_attention.layer_norm, w, p + "norm1")
+    _norm(layer.self_attention.layer_norm, w, p + "norm1", d)
     ffn_norm = "norm2"
     if decoder:
         _linear(layer.attention.linear[0], w, p + "cross_attn.q_proj")
         _linear(layer.attention.linear[1], w, p + "cross_attn.kv_proj", _key_bias_mask(d, "kv"))
         _linear(layer.attention.linear[2], w, p + "cross_attn.out_proj")
-        _norm(layer.attention.layer_norm, w, p + "norm2")
+        _norm(layer.attention.layer_norm, w, p + "norm2", d)
         ffn_norm = "norm3"
     _linear(layer.ffn.linear_0, w, p + "ffn.fc1")
     _linear(layer.ffn.linear_1, w, p + "ffn.fc2")
-    _norm(layer.ffn.layer_norm, w, p + ffn_norm)
+    _norm(layer.ffn.layer_norm, w, p + ffn_norm, d)
 
 
 def build_spec(ckpt, vocab):
     m, w = ckpt.model, ckpt.weights
     spec = transformer_spec.TransformerSpec.from_config(
         (m.encoder_layers, m.decoder_layers), m.heads, pre_norm=m.pre_norm,
-        activation=common_spec.Activation.RELU)
+        activation=common_spec.Activation.RELU, rms_norm=m.norm == "scale")
     positions = sinusoidal_positions(m.max_positions, m.d_model).numpy()
-    embed = w["embed.weight"].numpy()
+    embed = w["embed.weight"]
+    if m.fix_norm:  # model::TransformerImpl::word_vectors()
+        embed = embed / embed.norm(dim=1, keepdim=True).clamp_min(1e-12)
+    embed = embed.numpy()
     for side, stack in (("encoder", spec.encoder), ("decoder", spec.decoder)):
         embeddings = stack.embeddings[0] if side == "encoder" else stack.embeddings
         embeddings.weight = embed
@@ -77,7 +90,7 @@ def build_spec(ckpt, vocab):
         for i, layer in enumerate(stack.layer):
             _set_layer(layer, w, f"{side}_layers.{i}.", m.d_model, decoder=side == "decoder")
         if m.pre_norm:
-            _norm(stack.layer_norm, w, side + "_norm")
+            _norm(stack.layer_norm, w, side + "_norm", m.d_model)
     spec.decoder.projection.weight = embed  # tied output projection, no bias
 
     # Our translate: source = pieces + EOS (no BOS); the decoder starts from BOS.
@@ -87,7 +100,7 @@ def build_spec(ckpt, vocab):
     spec.config.bos_token = vocab.piece("bos")
     spec.config.eos_token = vocab.piece("eos")
     spec.config.unk_token = vocab.piece("unk")
-    spec.config.layer_norm_epsilon = LAYER_NORM_EPS
+    spec.config.layer_norm_epsilon = SCALE_NORM_EPS ** 2 / m.d_model if m.norm == "scale" else LAYER_NORM_EPS
     spec.register_source_vocabulary(vocab.pieces)
     spec.register_target_vocabulary(vocab.pieces)
     # The SentencePiece model travels with the model, so the directory is all a user needs.

@@ -155,7 +155,9 @@ def export(args):
         shutil.rmtree(tmp, ignore_errors=True)
     shutil.rmtree(old, ignore_errors=True)
     m = ckpt.model
-    print(f"{PROG}: wrote {args.output}: {'pre' if m.pre_norm else 'post'}-norm Transformer, "
+    norms = "ScaleNorm" if m.norm == "scale" else "LayerNorm"
+    norms += ", FixNorm" if m.fix_norm else ""
+    print(f"{PROG}: wrote {args.output}: {'pre' if m.pre_norm else 'post'}-norm Transformer ({norms}), "
           f"{m.encoder_layers}+{m.decoder_layers} layers, d_model {m.d_model}, {m.heads} heads, "
           f"vocabulary {m.vocab_size} ({vocab.spm_path}), weights {args.quantization or 'float32'}")
 

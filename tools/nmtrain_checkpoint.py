@@ -28,6 +28,8 @@ class ModelConfig:
     decoder_layers: int
     pre_norm: bool
     max_positions: int
+    norm: str = "layer"     # model.norm: layer | scale (model/norm.h)
+    fix_norm: bool = False  # model.fix_norm: the tied matrix's rows used at unit length
 
 
 @dataclass
@@ -73,6 +75,13 @@ def _model_config(path, config, weights):
         if not isinstance(section.get(key), kind):
             raise BadInput(f"{path}: config key 'model.{key}' is missing or not {kind.__name__}")
         values[key] = section[key]
+    # Keys added later: a checkpoint written before them has the defaults they were added with.
+    values["norm"] = section.get("norm", "layer")
+    if values["norm"] not in ("layer", "scale"):
+        raise BadInput(f"{path}: config key 'model.norm' is {values['norm']!r}, not layer or scale")
+    values["fix_norm"] = section.get("fix_norm", False)
+    if not isinstance(values["fix_norm"], bool):
+        raise BadInput(f"{path}: config key 'model.fix_norm' is not bool")
     m = ModelConfig(vocab_size=0, **values)
     embed = weights.get("embed.weight")
     if embed is None or embed.dim() != 2 or embed.shape[1] != m.d_model:
@@ -90,7 +99,10 @@ def expected_shapes(m):
         shapes[name + ".weight"], shapes[name + ".bias"] = (out, inp), (out,)
 
     def norm(name):
-        shapes[name + ".weight"], shapes[name + ".bias"] = (d,), (d,)
+        if m.norm == "scale":
+            shapes[name + ".scale"] = (1,)
+        else:
+            shapes[name + ".weight"], shapes[name + ".bias"] = (d,), (d,)
 
     for side, count in (("encoder", m.encoder_layers), ("decoder", m.decoder_layers)):
         for i in range(count):

@@ -184,6 +184,7 @@ void Trainer::restore_from(const checkpoint::Checkpoint& c, const std::string& p
   checkpoint::check_vocabulary(c, path, train_->manifest());
   check_schedule_end_unchanged(c, path);
   if (const std::string note = precision_change_note(cfg_, c, path); !note.empty()) log_.info(note);
+  checkpoint::check_same_computation(c, model_->config(), path);
   checkpoint::load_model_weights(*model_, c.model, path);
   load_optimizer_state(c, path);
   planner_->restore({c.planner_epoch, c.planner_cursor, c.planner_slots});
