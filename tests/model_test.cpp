@@ -148,15 +148,20 @@ TEST(Model, IncrementalDecodingUnderBf16CachesBf16AndStaysNearFp32) {
   EXPECT_GT(largest, 1e-5) << "fp32 by accident";
 }
 
-TEST(Model, TiedEmbeddingIsOneParameterAndPadRowStartsZero) {
+// 50 pieces, d 16, 2 heads, FFN 32, 1+1 layers, post-norm.
+ModelConfig small_config() {
   ModelConfig c;
   c.vocab_size = 50;
   c.d_model = 16;
   c.heads = 2;
   c.ffn_dim = 32;
   c.encoder_layers = c.decoder_layers = 1;
+  return c;
+}
+
+TEST(Model, TiedEmbeddingIsOneParameterAndPadRowStartsZero) {
   torch::manual_seed(3);
-  Transformer m(c);
+  Transformer m(small_config());
   int64_t vocab_sized = 0;
   for (const auto& p : m->named_parameters()) vocab_sized += p.value().size(0) == 50;
   EXPECT_EQ(vocab_sized, 1) << "source, target and output projection share one matrix";
@@ -168,19 +173,9 @@ TEST(Model, TiedEmbeddingIsOneParameterAndPadRowStartsZero) {
   EXPECT_GT(w.abs().max().item<double>(), 0.9 * bound);
 }
 
-ModelConfig small_config() {
-  ModelConfig c;
-  c.vocab_size = 50;
-  c.d_model = 16;
-  c.heads = 2;
-  c.ffn_dim = 32;
-  c.encoder_layers = c.decoder_layers = 1;
-  c.pre_norm = true;
-  return c;
-}
-
 TEST(Model, ScaleNormHasOneScalarPerNormStartingAtSqrtD) {
   ModelConfig c = small_config();
+  c.pre_norm = true;
   c.norm = NormKind::kScale;
   Transformer m(c);
   int64_t norms = 0;
@@ -202,6 +197,7 @@ TEST(Model, ScaleNormHasOneScalarPerNormStartingAtSqrtD) {
 // row (scaling a row changes nothing), and decoding follows a change of the weight.
 TEST(Model, FixNormUsesUnitRowsAndItsGradientIsOrthogonalToThem) {
   ModelConfig c = small_config();
+  c.pre_norm = true;
   c.fix_norm = true;
   torch::manual_seed(5);
   Transformer m(c);
