@@ -135,36 +135,39 @@ void TransformerImpl::reset_parameters() {
   embed->weight[config_.pad_id].zero_();
 }
 
-torch::Tensor TransformerImpl::embed_tokens(const torch::Tensor& tokens, int64_t first_position, double word_drop) {
+torch::Tensor TransformerImpl::embed_tokens(const torch::Tensor& tokens, int64_t first_position, double word_drop,
+                                            const torch::Tensor& vectors) {
   const int64_t len = tokens.size(1);
   TORCH_CHECK(first_position + len <= config_.max_positions, "sequence of ", first_position + len,
               " positions exceeds model.max_positions = ", config_.max_positions);
-  const auto vectors = config_.fix_norm ? torch::embedding(word_vectors(), tokens) : embed(tokens);
-  auto x = word_dropout(vectors * std::sqrt(static_cast<double>(config_.d_model)), word_drop, is_training()) +
+  const auto rows =
+      config_.fix_norm ? torch::embedding(vectors.defined() ? vectors : word_vectors(), tokens) : embed(tokens);
+  auto x = word_dropout(rows * std::sqrt(static_cast<double>(config_.d_model)), word_drop, is_training()) +
            positions_.slice(0, first_position, first_position + len);
   return kernels::dropout_add(torch::Tensor(), x, config_.dropout, is_training());
 }
 
-torch::Tensor TransformerImpl::encode(const torch::Tensor& src, torch::Tensor* src_mask) {
+torch::Tensor TransformerImpl::encode(const torch::Tensor& src, torch::Tensor* src_mask, const torch::Tensor& vectors) {
   *src_mask = padding_mask(src, config_.pad_id);
-  torch::Tensor x = embed_tokens(src, 0, config_.source_word_dropout);
+  torch::Tensor x = embed_tokens(src, 0, config_.source_word_dropout, vectors);
   for (const auto& layer : *encoder_layers)
     if (!skip_layer(config_.encoder_layerdrop, is_training())) x = layer->as<EncoderLayer>()->forward(x, *src_mask);
   return config_.pre_norm ? encoder_norm(x) : x;
 }
 
 torch::Tensor TransformerImpl::decode(const torch::Tensor& tgt_in, const torch::Tensor& memory,
-                                      const torch::Tensor& memory_mask) {
+                                      const torch::Tensor& memory_mask, const torch::Tensor& vectors) {
   const torch::Tensor self_mask = decoder_self_mask(tgt_in, config_.pad_id);
-  torch::Tensor x = embed_tokens(tgt_in, 0, config_.target_word_dropout);
+  torch::Tensor x = embed_tokens(tgt_in, 0, config_.target_word_dropout, vectors);
   for (const auto& layer : *decoder_layers)
     if (!skip_layer(config_.decoder_layerdrop, is_training()))
       x = layer->as<DecoderLayer>()->forward(x, memory, self_mask, memory_mask);
   return config_.pre_norm ? decoder_norm(x) : x;
 }
 
-torch::Tensor TransformerImpl::project(const torch::Tensor& hidden) {
-  return kernels::linear(hidden, word_vectors(), torch::Tensor());  // tied output projection: hidden E^T
+torch::Tensor TransformerImpl::project(const torch::Tensor& hidden, const torch::Tensor& vectors) {
+  // tied output projection: hidden E^T
+  return kernels::linear(hidden, vectors.defined() ? vectors : word_vectors(), torch::Tensor());
 }
 
 torch::Tensor TransformerImpl::word_vectors() {
@@ -181,14 +184,17 @@ torch::Tensor TransformerImpl::word_vectors() {
   return unit_rows_;
 }
 
-torch::Tensor TransformerImpl::forward_hidden(const torch::Tensor& src, const torch::Tensor& tgt_in) {
+torch::Tensor TransformerImpl::forward_hidden(const torch::Tensor& src, const torch::Tensor& tgt_in,
+                                              const torch::Tensor& vectors) {
+  const torch::Tensor pass_vectors = vectors.defined() || !config_.fix_norm ? vectors : word_vectors();
   torch::Tensor src_mask;
-  torch::Tensor memory = encode(src, &src_mask);
-  return decode(tgt_in, memory, src_mask);
+  torch::Tensor memory = encode(src, &src_mask, pass_vectors);
+  return decode(tgt_in, memory, src_mask, pass_vectors);
 }
 
 torch::Tensor TransformerImpl::forward(const torch::Tensor& src, const torch::Tensor& tgt_in) {
-  return project(forward_hidden(src, tgt_in));
+  const torch::Tensor vectors = word_vectors();
+  return project(forward_hidden(src, tgt_in, vectors), vectors);
 }
 
 DecoderState TransformerImpl::start_decoding(const torch::Tensor& src) {

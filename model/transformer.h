@@ -97,7 +97,11 @@ class TransformerImpl : public torch::nn::Module {
 
   // Teacher-forced training pass up to the final hidden states: [batch, tgt_len, d].
   // Logits are left to the caller so that the loss can project only non-pad positions.
-  torch::Tensor forward_hidden(const torch::Tensor& src, const torch::Tensor& tgt_in);
+  // `vectors`: word_vectors() made once by the caller for the whole pass, projection included
+  // (under FixNorm a renormalised matrix whose making and gradient cost about 2% of a tiny
+  // update each time); undefined: made here.
+  torch::Tensor forward_hidden(const torch::Tensor& src, const torch::Tensor& tgt_in,
+                               const torch::Tensor& vectors = torch::Tensor());
   // Full logits [batch, tgt_len, vocab] (tests, scoring).
   torch::Tensor forward(const torch::Tensor& src, const torch::Tensor& tgt_in);
 
@@ -109,10 +113,13 @@ class TransformerImpl : public torch::nn::Module {
   // The same step's float32 logits [batch, vocab]: search normalizes only what it keeps.
   torch::Tensor decode_step_logits(const torch::Tensor& tokens, DecoderState& state);
 
-  torch::Tensor encode(const torch::Tensor& src, torch::Tensor* src_mask);
-  torch::Tensor decode(const torch::Tensor& tgt_in, const torch::Tensor& memory, const torch::Tensor& memory_mask);
-  // hidden [..., d] -> logits [..., vocab] through the tied embedding matrix.
-  torch::Tensor project(const torch::Tensor& hidden);
+  // `vectors` as forward_hidden's.
+  torch::Tensor encode(const torch::Tensor& src, torch::Tensor* src_mask, const torch::Tensor& vectors = torch::Tensor());
+  torch::Tensor decode(const torch::Tensor& tgt_in, const torch::Tensor& memory, const torch::Tensor& memory_mask,
+                       const torch::Tensor& vectors = torch::Tensor());
+  // hidden [..., d] -> logits [..., vocab] through the tied embedding matrix (`vectors`: the
+  // pass's word_vectors(), as forward_hidden's; undefined: made here).
+  torch::Tensor project(const torch::Tensor& hidden, const torch::Tensor& vectors = torch::Tensor());
   // The tied matrix as the model uses it [vocab, d]: embed->weight, or under model.fix_norm its
   // rows at unit length (with no gradient recorded, computed once per change of the weight).
   torch::Tensor word_vectors();
@@ -124,8 +131,10 @@ class TransformerImpl : public torch::nn::Module {
   Norm encoder_norm{nullptr}, decoder_norm{nullptr};  // pre-norm only
 
  private:
-  // Scaled embeddings (with word dropout `word_drop` while training) plus positions.
-  torch::Tensor embed_tokens(const torch::Tensor& tokens, int64_t first_position, double word_drop);
+  // Scaled embeddings (with word dropout `word_drop` while training) plus positions; `vectors`
+  // as forward_hidden's.
+  torch::Tensor embed_tokens(const torch::Tensor& tokens, int64_t first_position, double word_drop,
+                             const torch::Tensor& vectors = torch::Tensor());
   void reset_parameters();
 
   ModelConfig config_;

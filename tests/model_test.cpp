@@ -228,6 +228,35 @@ TEST(Model, FixNormUsesUnitRowsAndItsGradientIsOrthogonalToThem) {
   EXPECT_TRUE(torch::allclose(after.select(2, 11), before.select(2, 11), 1e-5, 1e-5));
 }
 
+// The trainer makes FixNorm's unit rows once per pass and hands them to the inputs and the
+// projection (forward_hidden's and project's `vectors`); made at each of the three uses instead,
+// the logits are the same and so are the gradients, up to the order of their float32 sums.
+TEST(Model, FixNormRowsMadeOncePerPassGiveTheSameGradients) {
+  ModelConfig c = small_config();
+  c.pre_norm = true;
+  c.fix_norm = true;
+  c.dropout = 0.0;
+  torch::manual_seed(6);
+  Transformer m(c);
+  m->train();
+  const auto src = torch::tensor({5, 6, 7, 3, 9, 10, 3, 0}, torch::kInt64).view({2, 4});
+  const auto tgt = torch::tensor({2, 8, 9, 2, 11, 0}, torch::kInt64).view({2, 3});
+  const auto gradients = [&](bool once) {
+    m->zero_grad();
+    const auto vectors = once ? m->word_vectors() : torch::Tensor();
+    const auto logits = m->project(m->forward_hidden(src, tgt, vectors), vectors);
+    logits.pow(2).sum().backward();
+    std::vector<torch::Tensor> g{logits.detach()};
+    for (const auto& p : m->parameters()) g.push_back(p.grad().clone());
+    return g;
+  };
+  const auto each_use = gradients(false), once = gradients(true);
+  ASSERT_EQ(each_use.size(), once.size());
+  EXPECT_GT(once[0].abs().max().item<double>(), 0.1);
+  for (size_t i = 0; i < once.size(); ++i)
+    EXPECT_TRUE(torch::allclose(once[i], each_use[i], 1e-4, 1e-6)) << "tensor " << i << " (0: logits)";
+}
+
 eval::SearchOptions options(int64_t beam) {
   eval::SearchOptions o;
   o.beam = beam;

@@ -188,8 +188,10 @@ void Trainer::forward_backward(const std::vector<data::Batch>& batches, StepResu
     optim::LossSums l;
     {
       AutocastScope autocast(device_, cfg_.train.precision);
-      torch::Tensor hidden = model_->forward_hidden(b.src.to(device_), b.tgt_in.to(device_));
-      const auto project = [&](const torch::Tensor& h) { return model_->project(h); };
+      // The tied matrix as the model uses it, once for the inputs and the projection alike.
+      const torch::Tensor vectors = model_->word_vectors();
+      torch::Tensor hidden = model_->forward_hidden(b.src.to(device_), b.tgt_in.to(device_), vectors);
+      const auto project = [&](const torch::Tensor& h) { return model_->project(h, vectors); };
       l = cfg_.optim.rdrop_alpha > 0
               ? optim::rdrop_label_smoothed_loss(hidden, b.tgt_out.to(device_), special_.pad,
                                                  cfg_.optim.label_smoothing, cfg_.optim.rdrop_alpha, project)
