@@ -141,6 +141,21 @@ same_as_ours run_sn/last.pt ct2_sn 0.3 "${SN[@]}"
 refused "a FixNorm checkpoint configured without FixNorm" \
   "run_sn/last.pt: trained with model.fix_norm=true, but the configured model has false" \
   "$TRANS" --config c.yaml --checkpoint run_sn/last.pt --input src.txt model.pre_norm=true model.norm=scale
+# The exporter reads model.norm and model.fix_norm from the checkpoint's own config: a value it
+# cannot mean (another norm, fix_norm not a bool) is refused by name before anything is written.
+"$python" - run_sn/last.pt <<'PY' || fail "write checkpoints with bad stored norm settings"
+import sys, torch, yaml
+ckpt = torch.load(sys.argv[1], map_location="cpu", weights_only=True)
+for name, key, value in (("norm_rms.pt", "norm", "rms"), ("fixnorm_str.pt", "fix_norm", "yes")):
+    config = yaml.safe_load(ckpt["config"])
+    config["model"][key] = value
+    torch.save(dict(ckpt, config=yaml.safe_dump(config)), name)
+PY
+refused "a stored model.norm that is neither layer nor scale" "norm_rms.pt: config key 'model.norm' is 'rms', not layer or scale" \
+  "${EXPORT[@]}" --checkpoint norm_rms.pt --output out_bad --config c.yaml
+refused "a stored model.fix_norm that is not a bool" "fixnorm_str.pt: config key 'model.fix_norm' is not bool" \
+  "${EXPORT[@]}" --checkpoint fixnorm_str.pt --output out_bad --config c.yaml
+[ ! -e out_bad ] || fail "a refused export wrote out_bad"
 
 # ct2_translate.py's refusals: one line naming the file, exit 2 (usage errors: argparse's last line).
 CT2=("$python" "$tools/ct2_translate.py")
