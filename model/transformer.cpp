@@ -186,7 +186,7 @@ torch::Tensor TransformerImpl::word_vectors() {
 
 torch::Tensor TransformerImpl::forward_hidden(const torch::Tensor& src, const torch::Tensor& tgt_in,
                                               const torch::Tensor& vectors) {
-  const torch::Tensor pass_vectors = vectors.defined() || !config_.fix_norm ? vectors : word_vectors();
+  const torch::Tensor pass_vectors = vectors.defined() ? vectors : word_vectors();  // embed->weight without FixNorm
   torch::Tensor src_mask;
   torch::Tensor memory = encode(src, &src_mask, pass_vectors);
   return decode(tgt_in, memory, src_mask, pass_vectors);
