@@ -21,6 +21,13 @@
 # each: the mean of their probabilities), as fairseq's --path a:b:c or Marian's --models:
 #   SEEDS="1 2 3" CONFIG=configs/multi30k_de_en.yaml EXTRA="eval.beam=10" bash launch/quickstart.sh
 # (the 3-hour De->En recipe; En->De's: EXTRA="data.concat_weight=0 data.shard_dir=data-bin/multi30k_en_de eval.beam=5 eval.lenpen=1.4 eval.average_last=10", README.md).
+# JOBS=N trains N members at once, each pinned to its own equal share of the CPUs this script
+# may use (its affinity; `taskset -c` to narrow it) with train.threads set to that share's size,
+# starting the next seed where one ends; each member's console goes to RUN_DIR/seed<S>/train.out.
+# On the 2-core Zen 4 two 1-thread members together make about 1.1x the updates a second of one
+# 2-thread run (bench/README.md), so SEEDS="1 2" JOBS=2 trains a pair at little more than half the
+# time each member would take alone on both cores. A member that fails stops the others (SIGTERM: they
+# write last.pt), and so does a SIGTERM or Ctrl-C to this script; run again, each resumes.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=launch/common.sh
@@ -44,6 +51,14 @@ done
 if [ ${#seeds[@]} -gt 0 ] && [ "$(printf '%s\n' "${seeds[@]}" | sort -u | wc -l)" != "${#seeds[@]}" ]; then
   echo "quickstart.sh: error: SEEDS '${SEEDS}': a seed is given twice (members must differ)" >&2; exit 2
 fi
+jobs=${JOBS:-1}
+[[ $jobs =~ ^[1-9][0-9]*$ ]] || { echo "quickstart.sh: error: JOBS '$jobs': not a positive integer (the members trained at once)" >&2; exit 2; }
+if [ "$jobs" -gt 1 ]; then
+  [ "$jobs" -le ${#seeds[@]} ] ||
+    { echo "quickstart.sh: error: JOBS '$jobs': more than the ${#seeds[@]} member(s) SEEDS gives (JOBS trains SEEDS' members at once)" >&2; exit 2; }
+  [ "$jobs" -le "$(nproc)" ] ||
+    { echo "quickstart.sh: error: JOBS '$jobs': this script may use only $(nproc) CPU(s), fewer than one a member" >&2; exit 2; }
+fi
 [ -d "$raw" ] || { echo "quickstart.sh: error: raw data directory '$raw' does not exist (give Multi30k's as the first argument)" >&2; exit 2; }
 [ -n "$(find "$raw/" -maxdepth 1 -name 'train.*' -print -quit)" ] ||
   { echo "quickstart.sh: error: raw data directory '$raw' has no train.<lang> files (Multi30k's layout: train, val, test_2016_flickr)" >&2; exit 2; }
@@ -61,16 +76,19 @@ common=(data.raw_dir="$raw")
 
 echo "== preprocess $raw (config $config)"
 "$b/data/preprocess" --config "$config" "${common[@]}" "${extra[@]}"
-# train_member RUN_DIR OVERRIDE...: train the recipe into RUN_DIR (resuming what is there) and
-# average its last eval.average_last checkpoints; sets `ckpt` to what evaluate should load.
-train_member() {
+# member_command RUN_DIR OVERRIDE...: sets `cmd` to the command that trains the recipe into
+# RUN_DIR. --resume auto: run again after a preemption or a kill, the quickstart continues the run
+# in RUN_DIR from its newest valid checkpoint (fairseq's and Marian's habit) instead of starting over.
+member_command() {
   local dir=$1; shift
-  echo "== train $name -> $dir (log: $dir/train.log, metrics: $dir/metrics.jsonl)"
-  # --resume auto: run again after a preemption or a kill, the quickstart continues the run in
-  # RUN_DIR from its newest valid checkpoint (fairseq's and Marian's habit) instead of starting over.
-  "$b/trainer/train" --config "$config" "${common[@]}" train.save_dir="$dir" "${extra[@]}" "$@" --resume auto
-  echo "== average the last checkpoints (up to eval.average_last = $average_last)"
-  local n
+  cmd=("$b/trainer/train" --config "$config" "${common[@]}" train.save_dir="$dir" "${extra[@]}" "$@" --resume auto)
+}
+
+# average_member RUN_DIR: average its last eval.average_last checkpoints; sets `ckpt` to what
+# evaluate should load.
+average_member() {
+  local dir=$1 n
+  echo "== average the last checkpoints of $dir (up to eval.average_last = $average_last)"
   n=$(find "$dir" -maxdepth 1 -name 'update_*.pt' | wc -l)
   n=$(( n > average_last ? average_last : n ))
   ckpt=$dir/last.pt
@@ -80,16 +98,74 @@ train_member() {
   fi
 }
 
+# train_members_at_once: SEEDS' members JOBS at a time, each on its own CPU slice (train.threads
+# = the slice's size), console in RUN_DIR/seed<S>/train.out. The first member to fail, or a
+# SIGTERM or Ctrl-C here, sends SIGTERM to the others (they write last.pt and stop) and ends the
+# script, once they have stopped, with that member's exit status (143 or 130 for a signal).
+train_members_at_once() {
+  local -a free
+  mapfile -t free < <("$NMTRAIN_VENV/bin/python" -c 'import os, sys
+cpus, jobs = sorted(os.sched_getaffinity(0)), int(sys.argv[1])
+size = len(cpus) // jobs
+for i in range(jobs): print(",".join(map(str, cpus[i * size:(i + 1) * size])))' "$jobs")
+  local -A cpus_of=() seed_of=()
+  local next=0 status=0 stopped_by="" pid rc cpus dir
+  trap 'stopped_by=${stopped_by:-SIGTERM} status=143' TERM
+  trap 'stopped_by=${stopped_by:-SIGINT} status=130' INT
+  while :; do
+    while [ -z "$stopped_by" ] && [ "$next" -lt ${#seeds[@]} ] && [ ${#free[@]} -gt 0 ]; do
+      cpus=${free[0]} free=("${free[@]:1}") dir=$run/seed${seeds[$next]}
+      mkdir -p "$dir"
+      echo "== train $name -> $dir on CPUs $cpus (log: $dir/train.log, console: $dir/train.out)"
+      member_command "$dir" train.seed="${seeds[$next]}" train.threads="$(tr ',' '\n' <<< "$cpus" | wc -l)"
+      taskset -c "$cpus" "${cmd[@]}" > "$dir/train.out" 2>&1 &
+      cpus_of[$!]=$cpus seed_of[$!]=${seeds[$next]} next=$((next + 1))
+    done
+    [ ${#cpus_of[@]} -gt 0 ] || break
+    pid="" rc=0
+    wait -n -p pid "${!cpus_of[@]}" || rc=$?
+    if [ -z "${pid:-}" ]; then  # a signal interrupted the wait (the trap set stopped_by): stop them all
+      kill -TERM "${!cpus_of[@]}" 2>/dev/null
+      continue
+    fi
+    free+=("${cpus_of[$pid]}")
+    if [ "$rc" != 0 ] && [ -z "$stopped_by" ]; then
+      stopped_by="member seed ${seed_of[$pid]} (exit $rc)" status=$rc
+      echo "quickstart.sh: error: member seed ${seed_of[$pid]} exited $rc; the end of $run/seed${seed_of[$pid]}/train.out:" >&2
+      tail -n 5 "$run/seed${seed_of[$pid]}/train.out" >&2
+      kill -TERM "${!cpus_of[@]}" 2>/dev/null
+    fi
+    unset "cpus_of[$pid]" "seed_of[$pid]"
+  done
+  trap - INT TERM
+  if [ -n "$stopped_by" ]; then
+    echo "quickstart.sh: stopped by $stopped_by; the members that were training wrote last.pt: run again to resume" >&2
+    exit "$status"
+  fi
+}
+
 resolved=$("$b/trainer/train" --config "$config" "${common[@]}" "${extra[@]}" --print-config)
 tgt=$(sed -n 's/^  tgt_lang: "\(.*\)"$/\1/p' <<< "$resolved")
 average_last=$(sed -n 's/^  average_last: \([0-9]*\)$/\1/p' <<< "$resolved")
 checkpoints=()
 if [ ${#seeds[@]} = 0 ]; then
-  train_member "$run"
+  echo "== train $name -> $run (log: $run/train.log, metrics: $run/metrics.jsonl)"
+  member_command "$run"
+  "${cmd[@]}"
+  average_member "$run"
   checkpoints=(--checkpoint "$ckpt")
 else
+  if [ "$jobs" -gt 1 ]; then
+    train_members_at_once
+  else
+    for seed in "${seeds[@]}"; do
+      echo "== train $name -> $run/seed$seed (log: $run/seed$seed/train.log, metrics: $run/seed$seed/metrics.jsonl)"
+      member_command "$run/seed$seed" train.seed="$seed"
+      "${cmd[@]}"
+    done
+  fi
   for seed in "${seeds[@]}"; do
-    train_member "$run/seed$seed" train.seed="$seed"
+    average_member "$run/seed$seed"
     checkpoints+=(--checkpoint "$ckpt")
   done
 fi

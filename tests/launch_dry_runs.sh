@@ -76,6 +76,20 @@ for seeds in "1 x" "3 3" "-1"; do
   [[ $out == "quickstart.sh: error: SEEDS '$seeds': "* ]] || fail "quickstart SEEDS='$seeds': $out"
   [ ! -e /no/such/run ] || fail "quickstart: bad SEEDS created its run directory"
 done
+# JOBS must be a positive integer, at most SEEDS' members and the CPUs the script may use.
+jobs_refused() {  # jobs_refused EXPECTED_MESSAGE_START COMMAND...
+  local expected=$1 rc=0 out; shift
+  out=$("$@" 2>&1) || rc=$?
+  [ $rc = 2 ] && [[ $out == "quickstart.sh: error: JOBS "* ]] && [[ $out == "$expected"* ]] ||
+    fail "quickstart: JOBS=$JOBS SEEDS='${SEEDS:-}': exit $rc: $out"
+  [ ! -e /no/such/run ] || fail "quickstart: bad JOBS created its run directory"
+}
+JOBS=0 SEEDS="1 2" RUN_DIR=/no/such/run jobs_refused "quickstart.sh: error: JOBS '0': not a positive integer" bash "$root/launch/quickstart.sh"
+JOBS=two SEEDS="1 2" RUN_DIR=/no/such/run jobs_refused "quickstart.sh: error: JOBS 'two': not a positive integer" bash "$root/launch/quickstart.sh"
+JOBS=2 RUN_DIR=/no/such/run jobs_refused "quickstart.sh: error: JOBS '2': more than the 0 member(s) SEEDS gives" bash "$root/launch/quickstart.sh"
+JOBS=3 SEEDS="1 2" RUN_DIR=/no/such/run jobs_refused "quickstart.sh: error: JOBS '3': more than the 2 member(s) SEEDS gives" bash "$root/launch/quickstart.sh"
+JOBS=2 SEEDS="1 2" RUN_DIR=/no/such/run jobs_refused "quickstart.sh: error: JOBS '2': this script may use only 1 CPU(s)" \
+  taskset -c 0 bash "$root/launch/quickstart.sh"
 # EXTRA may not move the run or the raw data behind the quickstart's back, and RAW_DIR must hold
 # a corpus in Multi30k's layout: both refused before installing or building anything.
 rc=0

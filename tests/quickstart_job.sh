@@ -79,3 +79,61 @@ cmp -s direct.hyp ens/test_2016_flickr.hyp.en || fail "the quickstart's ensemble
 cmp -s alone7/test_2016_flickr.hyp.en ens/test_2016_flickr.hyp.en && fail "the ensemble decoded as seed 7 alone"
 grep -qF "$(head -1 direct.txt)" ens.txt || { cat ens.txt direct.txt; fail "the ensemble's BLEU line differs from evaluate's"; }
 echo "ok: SEEDS=\"7 8\": members equal their seeds trained alone, ensemble decoded as evaluate does: $(grep -m1 '^BLEU' ens.txt | head -c 40)"
+
+# JOBS=2: the same members trained at once, one CPU each (the toy recipe's train.threads is 1
+# already), bit for bit, and the same ensemble hypotheses.
+[ "$(nproc)" -ge 2 ] || { echo "ok: JOBS not tested: this machine lets the test use $(nproc) CPU"; exit 0; }
+quickstart_members() {
+  BUILD_DIR=$build CONFIG=$tmp/recipe.yaml SHARD_DIR=$tmp/shards bash "$here/../launch/quickstart.sh" "$tmp/raw"
+}
+SEEDS="7 8" JOBS=2 RUN_DIR=$tmp/par quickstart_members > par.txt 2>&1 || { tail -20 par.txt; fail "JOBS=2 quickstart exit $?"; }
+[ "$(grep -c "^== train recipe -> $tmp/par/seed[78] on CPUs [0-9]" par.txt)" = 2 ] || { cat par.txt; fail "JOBS=2: no member line naming its CPUs"; }
+grep -q 'update *60 ' par/seed8/train.out || fail "JOBS=2: seed 8's console is not in its train.out"
+"$python" - "$tmp" <<'PY' || fail "members trained at once differ from those trained one after the other"
+import sys, torch
+tmp = sys.argv[1]
+for seed in (7, 8):
+    a = torch.load(f"{tmp}/par/seed{seed}/averaged.pt", weights_only=True)["model"]
+    b = torch.load(f"{tmp}/ens/seed{seed}/averaged.pt", weights_only=True)["model"]
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a), f"seed {seed}"
+PY
+cmp -s par/test_2016_flickr.hyp.en ens/test_2016_flickr.hyp.en || fail "JOBS=2 decoded other hypotheses than the members trained in turn"
+echo "ok: JOBS=2: the members trained at once equal those trained in turn, bit for bit, and decode the same"
+
+# A member that fails stops the other, which writes last.pt; the script ends with the failed
+# member's status, names it, and decodes nothing. Seed 9's directory holds another model's
+# last.pt (refused at start); seed 10 would train far longer than this test waits.
+mkdir -p fail/seed9 && cp run/last.pt fail/seed9/last.pt
+start=$SECONDS rc=0
+SEEDS="9 10" JOBS=2 RUN_DIR=$tmp/fail EXTRA="model.d_model=16 train.max_updates=100000" quickstart_members > fail.txt 2>&1 || rc=$?
+[ $rc = 2 ] || { cat fail.txt; fail "a failed member: exit $rc (expected train's 2)"; }
+grep -q "^quickstart.sh: error: member seed 9 exited 2; the end of $tmp/fail/seed9/train.out:" fail.txt || { cat fail.txt; fail "the failed member is not named"; }
+grep -q "train: error: .*last.pt: parameter .* has shape" fail.txt || { cat fail.txt; fail "the member's own error is not shown"; }
+grep -q "^quickstart.sh: stopped by member seed 9 (exit 2); " fail.txt || { cat fail.txt; fail "no closing line"; }
+grep -q "stopped by signal 15" fail/seed10/train.out && [ -s fail/seed10/last.pt ] || { cat fail/seed10/train.out; fail "seed 10 was not stopped with a checkpoint"; }
+[ ! -e fail/test_2016_flickr.hyp.en ] || fail "a failed member's ensemble was decoded"
+pgrep -f "$tmp/fail/seed" > /dev/null && fail "a member outlived the script"
+echo "ok: a failed member stopped the other (last.pt written) in $((SECONDS - start)) s: $(grep -m1 'error: member' fail.txt | head -c 80)"
+
+# SIGTERM to the script (preemption) stops every member with a checkpoint, exits 143, and a run
+# again resumes each member from its own last.pt.
+SEEDS="11 12" JOBS=2 RUN_DIR=$tmp/term EXTRA="train.max_updates=100000" BUILD_DIR=$build CONFIG=$tmp/recipe.yaml \
+  SHARD_DIR=$tmp/shards bash "$here/../launch/quickstart.sh" "$tmp/raw" > term.txt 2>&1 &
+script=$!  # the quickstart's own shell, not a subshell around it
+for _ in $(seq 600); do
+  grep -qs 'update *20 ' term/seed11/train.log && grep -qs 'update *20 ' term/seed12/train.log && break
+  sleep 0.1
+done
+kill -TERM $script
+rc=0; wait $script || rc=$?
+[ $rc = 143 ] || { cat term.txt; fail "SIGTERM: exit $rc (expected 143)"; }
+grep -q "^quickstart.sh: stopped by SIGTERM; the members that were training wrote last.pt: run again to resume" term.txt || { cat term.txt; fail "SIGTERM: no closing line"; }
+for seed in 11 12; do
+  [ -s term/seed$seed/last.pt ] || fail "SIGTERM: seed $seed wrote no last.pt"
+done
+pgrep -f "$tmp/term/seed" > /dev/null && fail "a member outlived the script's SIGTERM"
+SEEDS="11 12" JOBS=2 RUN_DIR=$tmp/term EXTRA="train.max_updates=400" quickstart_members > term2.txt 2>&1 || { tail -20 term2.txt; fail "resume after SIGTERM: exit $?"; }
+for seed in 11 12; do
+  grep -q "resumed from $tmp/term/seed$seed/last.pt at update" term/seed$seed/train.out || fail "seed $seed did not resume"
+done
+echo "ok: SIGTERM stopped both members with last.pt (exit 143); run again, each resumed"
