@@ -24,10 +24,10 @@
 # JOBS=N trains N members at once, each pinned to its own equal share of the CPUs this script
 # may use (its affinity; `taskset -c` to narrow it) with train.threads set to that share's size,
 # starting the next seed where one ends; each member's console goes to RUN_DIR/seed<S>/train.out.
-# On the 2-core Zen 4 two 1-thread members together make about 1.1x the updates a second of one
-# 2-thread run (bench/README.md), so SEEDS="1 2" JOBS=2 trains a pair at little more than half the
-# time each member would take alone on both cores. A member that fails stops the others (SIGTERM: they
-# write last.pt), and so does a SIGTERM or Ctrl-C to this script; run again, each resumes.
+# Two 1-thread processes use 2 cores better than one 2-thread one (no threads waiting for each
+# other): bench/README.md, "Members at once", has the figures. A member that fails stops the
+# others (SIGTERM: they write last.pt), and so does a SIGTERM or Ctrl-C to this script; run
+# again, each resumes.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=launch/common.sh
