@@ -98,6 +98,14 @@ average_member() {
   fi
 }
 
+# stop_members: SIGTERM, once, to the members still training (each writes last.pt and stops;
+# a second signal would stop train at once, without one).
+stop_members() {
+  [ -z "${members_stopped:-}" ] || return 0
+  members_stopped=1
+  [ ${#cpus_of[@]} = 0 ] || kill -TERM "${!cpus_of[@]}" 2> /dev/null || true
+}
+
 # train_members_at_once: SEEDS' members JOBS at a time, each on its own CPU slice (train.threads
 # = the slice's size), console in RUN_DIR/seed<S>/train.out. The first member to fail, or a
 # SIGTERM or Ctrl-C here, sends SIGTERM to the others (they write last.pt and stop) and ends the
@@ -108,10 +116,11 @@ train_members_at_once() {
 cpus, jobs = sorted(os.sched_getaffinity(0)), int(sys.argv[1])
 size = len(cpus) // jobs
 for i in range(jobs): print(",".join(map(str, cpus[i * size:(i + 1) * size])))' "$jobs")
-  local -A cpus_of=() seed_of=()
+  declare -gA cpus_of=() seed_of=()  # global: the EXIT trap stops the members left on any exit
   local next=0 status=0 stopped_by="" pid rc cpus dir
   trap 'stopped_by=${stopped_by:-SIGTERM} status=143' TERM
   trap 'stopped_by=${stopped_by:-SIGINT} status=130' INT
+  trap 'stop_members' EXIT
   while :; do
     while [ -z "$stopped_by" ] && [ "$next" -lt ${#seeds[@]} ] && [ ${#free[@]} -gt 0 ]; do
       cpus=${free[0]} free=("${free[@]:1}") dir=$run/seed${seeds[$next]}
@@ -125,7 +134,7 @@ for i in range(jobs): print(",".join(map(str, cpus[i * size:(i + 1) * size])))' 
     pid="" rc=0
     wait -n -p pid "${!cpus_of[@]}" || rc=$?
     if [ -z "${pid:-}" ]; then  # a signal interrupted the wait (the trap set stopped_by): stop them all
-      kill -TERM "${!cpus_of[@]}" 2>/dev/null
+      stop_members
       continue
     fi
     free+=("${cpus_of[$pid]}")
@@ -133,11 +142,11 @@ for i in range(jobs): print(",".join(map(str, cpus[i * size:(i + 1) * size])))' 
       stopped_by="member seed ${seed_of[$pid]} (exit $rc)" status=$rc
       echo "quickstart.sh: error: member seed ${seed_of[$pid]} exited $rc; the end of $run/seed${seed_of[$pid]}/train.out:" >&2
       tail -n 5 "$run/seed${seed_of[$pid]}/train.out" >&2
-      kill -TERM "${!cpus_of[@]}" 2>/dev/null
     fi
     unset "cpus_of[$pid]" "seed_of[$pid]"
+    [ -z "$stopped_by" ] || stop_members
   done
-  trap - INT TERM
+  trap - INT TERM EXIT
   if [ -n "$stopped_by" ]; then
     echo "quickstart.sh: stopped by $stopped_by; the members that were training wrote last.pt: run again to resume" >&2
     exit "$status"
