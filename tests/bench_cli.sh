@@ -62,6 +62,21 @@ err=$("$2" "$root/bench/pytorch_reference.py" --shard-dir . --bench-out . --devi
 [ "$rc" = 2 ] && grep -qF "argument --device: invalid choice: 'tpu'" <<<"$err" || fail "pytorch_reference --device tpu: exit $rc: $err"
 err=$(bash "$root/bench/gpu_compare.sh" --rounds 2 --frobnicate 2>&1); rc=$?
 [ "$rc" = 2 ] && grep -qF "gpu_compare.sh: unknown argument '--frobnicate'" <<<"$err" || fail "gpu_compare --frobnicate: exit $rc: $err"
+# bench/members_at_once.sh: each bad value one line naming it, exit 2, before any training.
+members_refused() {  # members_refused EXPECTED ARG...
+  local expected=$1 out rc=0; shift
+  out=$(bash "$root/bench/members_at_once.sh" "$@" 2>&1) || rc=$?
+  [ "$rc" = 2 ] && [ "$out" = "members_at_once.sh: error: $expected" ] || fail "members_at_once $*: exit $rc: $out"
+}
+members_refused "unknown argument '--frobnicate'" --frobnicate
+members_refused "--rounds '0': not a positive integer" --rounds 0
+members_refused "--updates 'x': not a positive integer" --updates x
+members_refused "--precisions 'fp32 fp16': 'fp16' is not fp32 or bf16" --precisions "fp32 fp16"
+members_refused "--config '/no/such.yaml' is not a file" --config /no/such.yaml
+members_refused "--warmup needs a value" --warmup
+out=$(taskset -c 0 bash "$root/bench/members_at_once.sh" 2>&1); rc=$?
+[ "$rc" = 2 ] && [ "$out" = "members_at_once.sh: error: this script may use only 1 CPU, and the pair needs 2" ] ||
+  fail "members_at_once on 1 CPU: exit $rc: $out"
 # And a small valid run prints its JSON line.
 "$kernels" 16 32 1 | grep -q '"cross_entropy_speedup"' || fail "kernels 16 32 1 printed no JSON"
 echo "bench_cli: ok"
