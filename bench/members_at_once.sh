@@ -42,7 +42,7 @@ bench() {
     { tail -5 "$scratch/$name.out" >&2; die "train --benchmark ($name) failed"; }
   tail -n 1 "$scratch/$name.out" > "$scratch/$name.json"
 }
-rate() { python3 -c 'import json, sys; print(f"{json.load(open(sys.argv[1]))[\"updates_per_s\"]:.3f}")' "$1"; }
+rate() { python3 -c 'import json, sys; print("%.3f" % json.load(open(sys.argv[1]))["updates_per_s"])' "$1"; }
 
 echo "| round | precision | 2 threads, updates/s | member 1 (1 thread) | member 2 (1 thread) | members' sum / 2 threads |"
 echo "|---|---|---|---|---|---|"
@@ -53,7 +53,9 @@ for round in $(seq "$rounds"); do
     first=$!
     bench m2 "${cpus[1]}" train.precision="$p" train.threads=1 train.seed=2
     wait "$first"
-    two=$(rate "$scratch/two.json") m1=$(rate "$scratch/m1.json") m2=$(rate "$scratch/m2.json")
+    two=$(rate "$scratch/two.json")
+    m1=$(rate "$scratch/m1.json")
+    m2=$(rate "$scratch/m2.json")
     echo "| $round | $p | $two | $m1 | $m2 | $(python3 -c "print(f'{($m1 + $m2) / $two:.2f}x')") |"
   done
 done
