@@ -56,8 +56,9 @@ jobs=${JOBS:-1}
 if [ "$jobs" -gt 1 ]; then
   [ "$jobs" -le ${#seeds[@]} ] ||
     { echo "quickstart.sh: error: JOBS '$jobs': more than the ${#seeds[@]} member(s) SEEDS gives (JOBS trains SEEDS' members at once)" >&2; exit 2; }
-  [ "$jobs" -le "$(nproc)" ] ||
-    { echo "quickstart.sh: error: JOBS '$jobs': this script may use only $(nproc) CPU(s), fewer than one a member" >&2; exit 2; }
+  cpus=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)  # its affinity (nproc obeys those two)
+  [ "$jobs" -le "$cpus" ] ||
+    { echo "quickstart.sh: error: JOBS '$jobs': this script may use only $cpus CPU(s), fewer than one a member" >&2; exit 2; }
 fi
 [ -d "$raw" ] || { echo "quickstart.sh: error: raw data directory '$raw' does not exist (give Multi30k's as the first argument)" >&2; exit 2; }
 [ -n "$(find "$raw/" -maxdepth 1 -name 'train.*' -print -quit)" ] ||

@@ -90,6 +90,12 @@ JOBS=2 RUN_DIR=/no/such/run jobs_refused "quickstart.sh: error: JOBS '2': more t
 JOBS=3 SEEDS="1 2" RUN_DIR=/no/such/run jobs_refused "quickstart.sh: error: JOBS '3': more than the 2 member(s) SEEDS gives" bash "$root/launch/quickstart.sh"
 JOBS=2 SEEDS="1 2" RUN_DIR=/no/such/run jobs_refused "quickstart.sh: error: JOBS '2': this script may use only 1 CPU(s)" \
   taskset -c 0 bash "$root/launch/quickstart.sh"
+# ... counted from the affinity, not from OMP_NUM_THREADS (which `nproc` alone obeys): past the
+# JOBS check, the missing raw directory is what is refused.
+rc=0
+out=$(OMP_NUM_THREADS=1 JOBS=2 SEEDS="1 2" RUN_DIR=/no/such/run taskset -c 0,1 bash "$root/launch/quickstart.sh" /no/such/raw 2>&1) || rc=$?
+[ $rc = 2 ] && [[ $out == "quickstart.sh: error: raw data directory '/no/such/raw' does not exist"* ]] ||
+  fail "quickstart JOBS=2 under OMP_NUM_THREADS=1: exit $rc: $out"
 # EXTRA may not move the run or the raw data behind the quickstart's back, and RAW_DIR must hold
 # a corpus in Multi30k's layout: both refused before installing or building anything.
 rc=0
