@@ -113,10 +113,10 @@ stop_members() {
 # script, once they have stopped, with that member's exit status (143 or 130 for a signal).
 train_members_at_once() {
   local -a free
-  mapfile -t free < <("$NMTRAIN_VENV/bin/python" -c 'import os, sys
-cpus, jobs = sorted(os.sched_getaffinity(0)), int(sys.argv[1])
-size = len(cpus) // jobs
-for i in range(jobs): print(",".join(map(str, cpus[i * size:(i + 1) * size])))' "$jobs")
+  # The slices of tools/sweep.py --jobs: equal disjoint runs of the affinity's CPUs.
+  mapfile -t free < <(PYTHONPATH=$root/tools "$NMTRAIN_VENV/bin/python" -c 'import sys
+from sweeplib.jobs import cpu_slices, format_cpus
+print(*map(format_cpus, cpu_slices(int(sys.argv[1]))), sep="\n")' "$jobs")
   declare -gA cpus_of=() seed_of=()  # global: the EXIT trap stops the members left on any exit
   local next=0 status=0 stopped_by="" pid rc cpus dir
   trap 'stopped_by=${stopped_by:-SIGTERM} status=143' TERM
