@@ -61,11 +61,14 @@ std::vector<std::string> best_checkpoints(const std::string& run_dir, int64_t n)
                                       updates.size()));
   std::vector<std::string> out;
   for (int64_t u : updates) {
-    const fs::path p = fs::path(run_dir) / fmt::format("update_{}.pt", u);
+    // A validation on the save interval is held by the periodic file, else by valid_<N>.pt
+    // (runs written before valid_<N>.pt named those update_<N>.pt too).
+    fs::path p = fs::path(run_dir) / fmt::format("valid_{}.pt", u);
+    if (!fs::exists(p)) p = fs::path(run_dir) / fmt::format("update_{}.pt", u);
     if (!fs::exists(p))
-      throw CheckpointError(fmt::format("{}: not found, yet update {} is among the run's {} best validations; "
-                                        "train with train.keep_best >= {} to keep them",
-                                        p.string(), u, n, n));
+      throw CheckpointError(fmt::format("{}/valid_{}.pt (or update_{}.pt): not found, yet update {} is among the "
+                                        "run's {} best validations; train with train.keep_best >= {} to keep them",
+                                        run_dir, u, u, u, n, n));
     out.push_back(p.string());
   }
   return out;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Averaging by validation: `train.keep_best N` keeps the update_<N>.pt of the N validations
-# with the lowest loss beside keep_last's newest, and `average --best N RUN_DIR` averages
+# Averaging by validation: `train.keep_best N` keeps the checkpoints of the N validations with
+# the lowest loss (valid_<N>.pt off the save interval, update_<N>.pt on it) beside keep_last's
+# newest periodic files, and leaves `average --last` as it is without it; and `average --best N RUN_DIR` averages
 # exactly those. The expected files come from metrics.jsonl, read here in Python; the
 # average must be byte-identical to `average` given the same files by hand; a resumed run
 # keeps the same files as an uninterrupted one; and each bad input is refused, naming it,
@@ -43,10 +44,15 @@ best = sorted(by_update, key=lambda u: (by_update[u], -u))[:3]
 newest = max(by_update)
 assert newest not in best, f"the toy run's newest validation is among the best: {best}; the test needs a rise"
 assert min(by_update) not in best, best
-print(" ".join(f"update_{u}.pt" for u in sorted(set(best) | {newest})))
+# A validation on the save interval (20) is held by its periodic update_<N>.pt, one off it by
+# valid_<N>.pt; keep_last 1 keeps the newest periodic file, update_100 (110 is off the interval).
+name = lambda u: f"update_{u}.pt" if u % 20 == 0 else f"valid_{u}.pt"
+assert newest % 20 != 0, newest
+print(" ".join(name(u) for u in sorted(set(best) | {newest // 20 * 20})))
 PY
 ) || fail "reading metrics.jsonl"
-kept=$(cd run && ls update_*.pt | sort -t_ -k2 -n | tr '\n' ' ' | sed 's/ $//')
+kept_files() { (cd "$1" && ls update_*.pt valid_*.pt 2> /dev/null | sort -t_ -k2 -n | tr '\n' ' ' | sed 's/ $//'); }
+kept=$(kept_files run)
 [ "$kept" = "$expected" ] || fail "kept '$kept', expected '$expected' (keep_best 3 + keep_last 1)"
 echo "ok: keep_best 3 + keep_last 1 kept exactly $kept"
 
@@ -62,9 +68,28 @@ echo "ok: average --best 3 == average $(echo $best3)"
 sed -e 's/save_dir: run/save_dir: run2/' c.yaml > r.yaml
 "$TRAIN" --config r.yaml train.max_updates=100 2> /dev/null || fail "first part"
 "$TRAIN" --config r.yaml --resume auto 2> /dev/null || fail "resumed part"
-kept2=$(cd run2 && ls update_*.pt | sort -t_ -k2 -n | tr '\n' ' ' | sed 's/ $//')
+kept2=$(kept_files run2)
 [ "$kept2" = "$kept" ] || fail "resumed run kept '$kept2', uninterrupted '$kept'"
 echo "ok: a resumed run keeps the same checkpoints ($kept2)"
+
+# keep_best changes no last-N average: the same run without it keeps the same newest periodic
+# files (keep_last 3), and `average --last 3` of each averages the same updates.
+sed -e 's/save_dir: run/save_dir: run_kl3/' c.yaml > k.yaml
+"$TRAIN" --config k.yaml train.keep_last=3 2> /dev/null || fail "keep_last 3 with keep_best 3"
+"$TRAIN" --config k.yaml train.keep_last=3 train.keep_best=0 train.save_dir=run_nobest 2> /dev/null || fail "keep_last 3 alone"
+newest3() { (cd "$1" && ls update_*.pt | sort -t_ -k2 -n | tail -3 | tr '\n' ' '); }
+[ "$(newest3 run_kl3)" = "$(newest3 run_nobest)" ] || fail "newest periodic files: '$(newest3 run_kl3)' with keep_best, '$(newest3 run_nobest)' without"
+[ "$(newest3 run_nobest)" = "update_60.pt update_80.pt update_100.pt " ] || fail "without keep_best: '$(newest3 run_nobest)'"
+for d in run_kl3 run_nobest; do
+  "$AVG" --output "$d.avg.pt" --last 3 "$d" 2> "$d.avg.err" || { cat "$d.avg.err"; fail "average --last 3 $d"; }
+  grep -qF "from 3 checkpoints (last: update 100)" "$d.avg.err" || { cat "$d.avg.err"; fail "average --last 3 $d"; }
+done
+"$python" - <<'PY' || fail "average --last 3 differs with keep_best"
+import torch
+a, b = (torch.load(f"{d}.avg.pt", weights_only=True)["model"] for d in ("run_kl3", "run_nobest"))
+assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a), "weights differ"
+PY
+echo "ok: keep_best leaves average --last 3 as it is without it ($(newest3 run_nobest))"
 
 # Bad input: each refused, the existing output untouched.
 echo keep > out.pt

@@ -20,11 +20,12 @@ namespace fs = std::filesystem;
 namespace nmt::trainer {
 namespace {
 
-// update_<N>.pt files of a run directory, oldest first.
-std::vector<std::pair<int64_t, fs::path>> periodic_checkpoints(const fs::path& dir) {
+// <prefix>_<N>.pt files of a run directory (update_: periodic; valid_: a kept validation's),
+// oldest first.
+std::vector<std::pair<int64_t, fs::path>> numbered_checkpoints(const fs::path& dir, const std::string& prefix) {
   std::vector<std::pair<int64_t, fs::path>> out;
   if (!fs::is_directory(dir)) return out;
-  static const std::regex re("update_([0-9]+)\\.pt");
+  const std::regex re(prefix + "_([0-9]+)\\.pt");
   for (const auto& e : fs::directory_iterator(dir)) {
     std::smatch m;
     const std::string name = e.path().filename().string();
@@ -83,34 +84,44 @@ void Trainer::save(bool best, bool best_bleu, bool validated) {
     crash = [] { std::raise(SIGKILL); };  // fault injection: die with a complete temporary file
   checkpoint::save_checkpoint(c, (dir / "last.pt").string(), crash);
   const bool on_interval = cfg_.train.save_interval_updates > 0 && update_ % cfg_.train.save_interval_updates == 0;
-  if (on_interval || (validated && cfg_.train.keep_best > 0)) {
-    checkpoint::save_checkpoint(c, (dir / fmt::format("update_{}.pt", update_)).string());
-    prune_periodic_checkpoints();
+  // A validation off the save interval writes valid_<N>.pt, not update_<N>.pt: `average --last`
+  // and keep_last see the periodic files only, so train.keep_best changes no last-N average (as
+  // fairseq keeps its checkpoint.best_*.pt apart from checkpoint_E_U.pt).
+  const bool keep_validation = validated && cfg_.train.keep_best > 0 && !on_interval;
+  if (on_interval || keep_validation) {
+    const std::string name = fmt::format(on_interval ? "update_{}.pt" : "valid_{}.pt", update_);
+    checkpoint::save_checkpoint(c, (dir / name).string());
+    prune_numbered_checkpoints();
   }
   if (best) checkpoint::save_checkpoint(c, (dir / "best.pt").string());
   if (best_bleu) checkpoint::save_checkpoint(c, (dir / "best_bleu.pt").string());
 }
 
 // keep_last: remove the oldest periodic checkpoints beyond the newest N, sparing those of
-// the keep_best validations with the lowest loss (validation records of history_).
-void Trainer::prune_periodic_checkpoints() const {
-  if (cfg_.train.keep_last == 0) return;
+// the keep_best validations with the lowest loss (validation records of history_); and remove
+// each valid_<N>.pt whose validation is no longer among those.
+void Trainer::prune_numbered_checkpoints() const {
   const std::vector<int64_t> best =
       cfg_.train.keep_best > 0
           ? checkpoint::best_validated_updates(history_.dump(), cfg_.train.keep_best, "this run's validations")
           : std::vector<int64_t>{};
-  const auto all = periodic_checkpoints(cfg_.train.save_dir);
-  for (size_t i = 0; i + cfg_.train.keep_last < all.size(); ++i) {
-    if (std::binary_search(best.begin(), best.end(), all[i].first)) continue;
-    fs::remove(all[i].second);
-    fs::remove(all[i].second.string() + ".sha256");
-  }
+  const auto is_best = [&](int64_t update) { return std::binary_search(best.begin(), best.end(), update); };
+  const auto remove_with_sidecar = [](const fs::path& p) {
+    fs::remove(p);
+    fs::remove(p.string() + ".sha256");
+  };
+  for (const auto& [update, path] : numbered_checkpoints(cfg_.train.save_dir, "valid"))
+    if (!is_best(update)) remove_with_sidecar(path);
+  if (cfg_.train.keep_last == 0) return;
+  const auto all = numbered_checkpoints(cfg_.train.save_dir, "update");
+  for (size_t i = 0; i + cfg_.train.keep_last < all.size(); ++i)
+    if (!is_best(all[i].first)) remove_with_sidecar(all[i].second);
 }
 
 std::optional<std::pair<std::string, checkpoint::Checkpoint>> Trainer::find_resume_checkpoint() {
   const fs::path dir(cfg_.train.save_dir);
   std::vector<fs::path> candidates = {dir / "last.pt"};
-  auto periodic = periodic_checkpoints(dir);
+  auto periodic = numbered_checkpoints(dir, "update");
   for (auto it = periodic.rbegin(); it != periodic.rend(); ++it) candidates.push_back(it->second);
   std::string reasons;
   for (const auto& p : candidates) {

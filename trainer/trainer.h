@@ -108,7 +108,7 @@ class Trainer {
   // last.pt always; update_<N>.pt on the save interval, and after a validation (`validated`)
   // under keep_best, pruned to keep_last plus keep_best's; best.pt if `best`.
   void save(bool best, bool best_bleu, bool validated = false);
-  void prune_periodic_checkpoints() const;
+  void prune_numbered_checkpoints() const;
   void validate_and_save(const char* label, double wall_s);
   // `preloaded`, when given, is the checkpoint already read from `path` (resume auto on rank 0).
   void restore(const std::string& path, std::optional<checkpoint::Checkpoint> preloaded = std::nullopt);

@@ -62,7 +62,8 @@ def check_point_can(ctx, point, checkpoints):
         if name.startswith("best") and n and int(n) > keep_best:
             raise SweepError(f"point '{point.name}': --checkpoints {name} needs train.keep_best >= {n}; "
                              f"the point trained with train.keep_best={keep_best}")
-        # Beyond keep_last's newest, the newest N update_N.pt would include kept best ones.
+        # Beyond keep_last's newest, the newest N update_N.pt would include older ones kept for
+        # their validations.
         if name.startswith("last") and n and keep_best > 0 and 0 < keep_last < int(n):
             raise SweepError(f"point '{point.name}': --checkpoints {name} needs train.keep_last >= {n} (or 0) "
                              f"beside train.keep_best; the point trained with train.keep_last={keep_last}")
