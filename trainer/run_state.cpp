@@ -89,7 +89,7 @@ void Trainer::save(bool best, bool best_bleu, bool validated) {
   // fairseq keeps its checkpoint.best_*.pt apart from checkpoint_E_U.pt).
   const bool keep_validation = validated && cfg_.train.keep_best > 0 && !on_interval;
   if (on_interval || keep_validation) {
-    const std::string name = fmt::format(on_interval ? "update_{}.pt" : "valid_{}.pt", update_);
+    const std::string name = fmt::format("{}_{}.pt", on_interval ? "update" : "valid", update_);
     checkpoint::save_checkpoint(c, (dir / name).string());
     prune_numbered_checkpoints();
   }
