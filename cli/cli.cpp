@@ -1,5 +1,8 @@
 #include "cli/cli.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <cmath>
 #include <cstdio>
 #include <exception>
@@ -11,6 +14,7 @@
 #include "base/input_error.h"
 #include "base/signal_deferral.h"
 #include "cli/exit_codes.h"
+#include "config/config_error.h"
 #include "dist/dist_error.h"
 
 namespace nmt::cli {
@@ -43,6 +47,48 @@ void add_channel_options(CLI::App& app, ChannelArgs& channel) {
 void push_channel_overrides(const ChannelArgs& channel, std::vector<std::string>& overrides) {
   if (!channel.checkpoint.empty()) overrides.push_back("eval.channel_checkpoint=" + channel.checkpoint);
   if (channel.weight >= 0) overrides.push_back("eval.channel_weight=" + std::to_string(channel.weight));
+}
+
+void add_sampling_options(CLI::App& app, SamplingArgs& sampling) {
+  app.add_option("--sampling", sampling.sampling,
+                 "draw each token instead of searching: 'full' (the whole distribution) or 'topk K' (the K most "
+                 "probable; K = 0: all) (eval.sampling, eval.sampling_topk); implies --beam 1")
+      ->expected(1, 2)
+      ->allow_extra_args(false);
+  sampling.temperature_given =
+      app.add_option("--temperature", sampling.temperature, "sampling: divide the logits by this, > 0 (eval.temperature)");
+  sampling.seed_given =
+      app.add_option("--seed", sampling.seed, "sampling: the draws' seed (eval.seed)")->check(CLI::NonNegativeNumber);
+}
+
+void push_sampling_overrides(const SamplingArgs& sampling, bool beam_given, std::vector<std::string>& overrides) {
+  if (sampling.temperature_given->count() > 0)
+    overrides.push_back(fmt::format("eval.temperature={}", sampling.temperature));
+  if (sampling.seed_given->count() > 0) overrides.push_back("eval.seed=" + std::to_string(sampling.seed));
+  if (sampling.sampling.empty()) return;
+  const auto& words = sampling.sampling;
+  const std::string given = fmt::format("{}", fmt::join(words, " "));
+  int64_t k = -1;
+  if (words[0] == "topk" && words.size() == 2) {
+    size_t used = 0;
+    try {
+      k = std::stoll(words[1], &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != words[1].size() || k < 0) k = -1;
+  }
+  if (words[0] == "full" && words.size() == 1) {
+    overrides.push_back("eval.sampling=full");
+  } else if (k == 0) {
+    overrides.push_back("eval.sampling=full");
+  } else if (k > 0) {
+    overrides.push_back("eval.sampling=topk");
+    overrides.push_back("eval.sampling_topk=" + std::to_string(k));
+  } else {
+    throw config::ConfigError("--sampling '" + given + "': expected 'full' or 'topk K' with an integer K >= 0");
+  }
+  if (!beam_given) overrides.push_back("eval.beam=1");
 }
 
 CLI::Validator finite_range(double lo, double hi) {

@@ -36,6 +36,21 @@ struct ChannelArgs {
 void add_channel_options(CLI::App& app, ChannelArgs& channel);
 void push_channel_overrides(const ChannelArgs& channel, std::vector<std::string>& overrides);
 
+// evaluate's and translate's --sampling full|topk K, --temperature T and --seed N: shorthands
+// for eval.sampling, eval.sampling_topk, eval.temperature and eval.seed (eval/sampling.h).
+// --sampling without --beam also sets eval.beam=1 (a draw is not a beam search); with an
+// explicit --beam above 1 the configuration refuses it.
+struct SamplingArgs {
+  std::vector<std::string> sampling;  // "full" or "topk K"
+  double temperature = 1;
+  int64_t seed = 1;
+  const CLI::Option* temperature_given = nullptr;  // set by add_sampling_options
+  const CLI::Option* seed_given = nullptr;
+};
+void add_sampling_options(CLI::App& app, SamplingArgs& sampling);
+// Throws config::ConfigError for a --sampling that is neither "full" nor "topk K".
+void push_sampling_overrides(const SamplingArgs& sampling, bool beam_given, std::vector<std::string>& overrides);
+
 // An output file's path whose directory exists (checked before any work is done).
 CLI::Validator file_in_existing_directory();
 

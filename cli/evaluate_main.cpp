@@ -1,5 +1,5 @@
 // evaluate --config C --checkpoint P [--checkpoint P ...] [--split val|test|FILE] [--ref FILE] [--beam K] [--lenpen A] [--output FILE]
-//          [--channel P [--channel-weight W]] [--verbose]
+//          [--sampling full|topk K] [--temperature T] [--seed S] [--channel P [--channel-weight W]] [--verbose]
 // evaluate bleu --hyp FILE --ref FILE
 // Prints sacreBLEU's score line, then its signature.
 #include <cstdio>
@@ -57,11 +57,14 @@ int main(int argc, char** argv) {
     app.add_option("--output", req.output, "write the hypotheses here");
     nmt::cli::ChannelArgs channel;
     nmt::cli::add_channel_options(app, channel);
+    nmt::cli::SamplingArgs sampling;
+    nmt::cli::add_sampling_options(app, sampling);
     app.add_flag("--verbose", verbose, "print the decoding set-up on stderr (device, threads, GEMM library, attention)");
     if (int rc = nmt::cli::parse_cli(app, argc, argv); rc >= 0) return rc;
     if (beam >= 0) args.overrides.push_back("eval.beam=" + std::to_string(beam));
     if (lenpen >= 0) args.overrides.push_back("eval.lenpen=" + std::to_string(lenpen));
     nmt::cli::push_channel_overrides(channel, args.overrides);
+    nmt::cli::push_sampling_overrides(sampling, beam >= 0, args.overrides);
     nmt::config::Config cfg;
     if (!nmt::cli::resolve_config(args, nmt::config::Needs::kShards, &cfg)) return 0;
     torch::set_num_threads(static_cast<int>(cfg.train.threads));

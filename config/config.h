@@ -84,6 +84,11 @@ struct TrainConfig {
   bool reset_planner = true;      // fine-tuning: data order from epoch 1 (else the checkpoint's position)
 };
 
+// eval.sampling: how translate and evaluate pick each next token when not by search.
+// none: greedy or beam search (eval.beam); full: a draw from the model's whole distribution;
+// topk: a draw from its eval.sampling_topk most probable tokens (eval/sampling.h).
+enum class Sampling { kNone, kFull, kTopK };
+
 struct EvalConfig {
   int64_t beam = 5;               // beam size (1 = greedy)
   double lenpen = 1.0;            // length penalty alpha: score / length^alpha
@@ -96,6 +101,13 @@ struct EvalConfig {
   // rescores the beam's hypotheses by log p(y|x) + channel_weight * log p(x|y); "" = off.
   std::string channel_checkpoint = "";
   double channel_weight = 0.25;
+  // Sampled decoding (back-translation with noise, Edunov et al. 2018): beam must be 1. Each
+  // sentence's draws depend only on eval.seed and its line number in the input, never on the
+  // batch, the threads or the ranks (eval/sampling.h).
+  Sampling sampling = Sampling::kNone;  // none|full|topk
+  int64_t sampling_topk = 10;     // topk: draw among this many most probable tokens
+  double temperature = 1.0;       // sampling: the logits are divided by this (> 0)
+  int64_t seed = 1;               // sampling: the draws' seed
 };
 
 struct DebugConfig {

@@ -158,6 +158,49 @@ Field make_corpora_field() {
   return f;
 }
 
+constexpr const char* kTagsType = "mapping of corpus name to tag";
+
+// data.source_tags: a YAML mapping {corpus: tag}. Printed as a flow mapping with quoted tags.
+Field make_source_tags_field() {
+  Field f;
+  f.key = "data.source_tags";
+  f.type = kTagsType;
+  f.set = [](Config& c, const YAML::Node& n) {
+    if (n.IsNull()) {
+      c.data.source_tags.clear();
+      return;
+    }
+    if (!n.IsMap()) throw YAML::TypedBadConversion<std::map<std::string, std::string>>(n.Mark());
+    std::map<std::string, std::string> tags;
+    for (const auto& kv : n) {
+      if (!kv.second.IsScalar()) throw YAML::TypedBadConversion<std::string>(kv.second.Mark());
+      tags[kv.first.as<std::string>()] = kv.second.as<std::string>();
+    }
+    c.data.source_tags = std::move(tags);
+  };
+  f.text = [](const Config& c) {
+    std::string out;
+    for (const auto& [corpus, tag] : c.data.source_tags) {
+      YAML::Emitter e;
+      e << YAML::DoubleQuoted << tag;
+      out += (out.empty() ? "" : ", ") + corpus + ": " + e.c_str();
+    }
+    return "{" + out + "}";
+  };
+  f.problem = [](const Config& c) -> std::string {
+    for (const auto& [corpus, tag] : c.data.source_tags) {
+      if (!c.data.train_corpora.count(corpus))
+        return fmt::format("corpus '{}' is not in data.train_corpora (tags mark a training corpus)", corpus);
+      if (tag.empty() || tag.size() > 32 || tag.find_first_of(" \t\r\n") != std::string::npos)
+        return fmt::format("the tag of corpus '{}' must be 1 to 32 characters without spaces, got '{}'", corpus, tag);
+      for (const char* special : {"<pad>", "<unk>", "<s>", "</s>"})
+        if (tag == special) return fmt::format("the tag of corpus '{}' is the special symbol {}", corpus, tag);
+    }
+    return "";
+  };
+  return f;
+}
+
 #define NMT_FIELD(section, name, rule) \
   make_field<decltype(Config{}.section.name)>(#section "." #name, [](Config& c) -> auto& { return c.section.name; }, rule)
 #define NMT_CHOICE(section, name, ...)                                                                    \
@@ -172,6 +215,7 @@ std::vector<Field> data_fields() {
       NMT_FIELD(data, tgt_lang, Any{}),
       NMT_FIELD(data, train_split, Any{}),
       make_corpora_field(),
+      make_source_tags_field(),
       NMT_FIELD(data, valid_split, Any{}),
       NMT_FIELD(data, test_split, Any{}),
       NMT_FIELD(data, spm_model, Any{}),
@@ -301,6 +345,10 @@ std::vector<Field> eval_fields() {
       NMT_FIELD(eval, average_last, (Range{1, 1000})),
       NMT_FIELD(eval, channel_checkpoint, Any{}),
       NMT_FIELD(eval, channel_weight, (Range{0, 100})),
+      NMT_CHOICE(eval, sampling, {{"none", Sampling::kNone}, {"full", Sampling::kFull}, {"topk", Sampling::kTopK}}),
+      NMT_FIELD(eval, sampling_topk, (Range{1, 1e9})),
+      NMT_FIELD(eval, temperature, (Range{-kInf, 1e6})),  // > 0: check_sampling says so
+      NMT_FIELD(eval, seed, (Range{0, 9.2e18})),
   };
 }
 
@@ -457,6 +505,18 @@ void check_schedule_budget(const Config& cfg, Fail&& fail) {
     fail("schedule.min_lr", fmt::format("{}", s.min_lr), fmt::format("must not exceed schedule.lr = {}", s.lr));
 }
 
+// Sampling draws one translation per sentence; temperature 0 would be greedy search, which
+// --beam 1 without sampling already is.
+template <typename Fail>
+void check_sampling(const Config& cfg, Fail&& fail) {
+  if (!(cfg.eval.temperature > 0))
+    fail("eval.temperature", fmt::format("{}", cfg.eval.temperature),
+         "must be > 0 (for the most probable token at every step, decode greedily: --beam 1 without --sampling)");
+  if (cfg.eval.sampling != Sampling::kNone && cfg.eval.beam > 1)
+    fail("eval.beam", std::to_string(cfg.eval.beam),
+         "must be 1 with eval.sampling (a sampled translation is drawn token by token, not searched by a beam)");
+}
+
 }  // namespace
 
 int64_t schedule_end_update(const Config& cfg) {
@@ -482,6 +542,7 @@ void validate(const Config& cfg, Needs needs) {
   if (cfg.model.d_model % 2 != 0)
     fail("model.d_model", std::to_string(cfg.model.d_model), "must be even (sinusoidal positions)");
   check_schedule_budget(cfg, fail);
+  check_sampling(cfg, fail);
   if (cfg.eval.nbest > cfg.eval.beam)
     fail("eval.nbest", std::to_string(cfg.eval.nbest), fmt::format("must not exceed eval.beam = {}", cfg.eval.beam));
   if (cfg.data.subword_samples > 0 && cfg.data.spm_model.empty() && cfg.data.spm_model_type != "unigram")
@@ -524,7 +585,7 @@ std::string to_yaml(const Config& cfg) {
       section = sec;
     }
     YAML::Emitter e;
-    if (f.type == kCorporaType) {
+    if (f.type == kCorporaType || f.type == kTagsType) {
       out += "  " + name + ": " + f.text(cfg) + "\n";  // a flow mapping of plain names and numbers
       continue;
     }

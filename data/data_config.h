@@ -20,6 +20,10 @@ struct DataConfig {
   // each micro-batch from a corpus with probability weight / sum of weights, by seed
   // (data/batch_planner.h). Empty: train_split alone, as before the key existed.
   std::map<std::string, double> train_corpora;
+  // Source tags (data/source_tags.h): training corpus -> a reserved symbol, such as "<BT>" for
+  // a back-translated corpus, that preprocess puts before each of its source sentences. The
+  // vocabulary is trained with the tags as control symbols. Empty: no tags.
+  std::map<std::string, std::string> source_tags;
   std::string valid_split = "val";                    // raw file prefix used for validation
   std::string test_split = "test_2016_flickr";        // raw file prefix evaluated by default
   std::string spm_model = "";          // reuse this SentencePiece model instead of training one

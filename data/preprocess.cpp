@@ -24,6 +24,7 @@
 #include "data/encoded_pairs_spill.h"
 #include "data/reservoir_sample.h"
 #include "data/shard_io.h"
+#include "data/source_tags.h"
 #include "data/subword_sampling.h"
 #include "data/text_file.h"
 
@@ -115,6 +116,11 @@ std::string train_sentencepiece(const DataConfig& cfg, const std::vector<RawSpli
       {"input_sentence_size", "0"},  // all it is given: the sample is ours (seeded), not SentencePiece's
       {"minloglevel", "1"},
   };
+  if (const auto tags = distinct_source_tags(cfg); !tags.empty()) {  // data/source_tags.h
+    std::string joined;
+    for (const auto& t : tags) joined += (joined.empty() ? "" : ",") + t;
+    args["control_symbols"] = joined;
+  }
   LinesIterator it(std::move(lines));
   std::string proto;
   const auto status = sentencepiece::SentencePieceTrainer::Train(args, &it, &proto);
@@ -205,6 +211,7 @@ Manifest vocabulary_manifest(const DataConfig& cfg, const std::string& proto, se
   if (m.special.pad < 0 || m.special.bos < 0 || m.special.eos < 0)
     throw DataError(spm_source + ": the SentencePiece model needs pad, bos and eos ids (train it with --pad_id etc.)");
   if (cfg.concat_weight > 0) check_encodes_words_alone(sp, spm_source);
+  check_source_tags(sp, cfg, spm_source);
   return m;
 }
 
@@ -305,16 +312,18 @@ struct DerivedWriters {
 // its joined source or target would be longer than data.max_len or it is its block's only pair
 // (its own partner), so the joined split keeps exactly the corpus's pairs.
 void append_joined(const DataConfig& cfg, const EncodedBlock& block, const std::vector<size_t>& kept,
-                   const std::string& split, int64_t block_index, EncodedPairsWriter& out, int64_t& alone) {
+                   const std::string& split, int64_t block_index, int tag, EncodedPairsWriter& out, int64_t& alone) {
   const std::vector<int64_t> partner = concat_partners(static_cast<int64_t>(kept.size()), split, block_index);
+  const size_t tag_size = tag < 0 ? 0 : 1;
+  std::vector<int> scratch;
   for (size_t j = 0; j < kept.size(); ++j) {
     const size_t i = kept[j], p = kept[static_cast<size_t>(partner[j])];
-    const bool fits = static_cast<int64_t>(block.a[i].size() + block.a[p].size()) <= cfg.max_len &&
+    const bool fits = static_cast<int64_t>(tag_size + block.a[i].size() + block.a[p].size()) <= cfg.max_len &&
                       static_cast<int64_t>(block.b[i].size() + block.b[p].size()) <= cfg.max_len;
     if (fits && p != i) {
-      out.append(joined(block.a[i], block.a[p]), joined(block.b[i], block.b[p]));
+      out.append(with_source_tag(joined(block.a[i], block.a[p]), tag, scratch), joined(block.b[i], block.b[p]));
     } else {
-      out.append(block.a[i], block.b[i]);
+      out.append(with_source_tag(block.a[i], tag, scratch), block.b[i]);
       ++alone;
     }
   }
@@ -323,30 +332,35 @@ void append_joined(const DataConfig& cfg, const EncodedBlock& block, const std::
 // Appends the block's pairs to `out`, and their derived forms to `derived`, in input order. The
 // training split drops pairs with an empty side (empty raw text, or text SentencePiece encodes to
 // no pieces, such as spaces alone) or a side longer than data.max_len (counted in `entry`);
-// other splits keep every line, as evaluation needs.
+// other splits keep every line, as evaluation needs. A tagged corpus's sources (tag >= 0,
+// data/source_tags.h) get the tag in front, counted in max_len; its reversed split has none.
 void append_block(const DataConfig& cfg, const RawSplit& s, const EncodedBlock& block, const std::vector<std::string>& src_lines,
-                  const std::vector<std::string>& tgt_lines, int64_t block_index, EncodedPairsWriter& out,
+                  const std::vector<std::string>& tgt_lines, int64_t block_index, int tag, EncodedPairsWriter& out,
                   DerivedWriters& derived, SplitEntry& entry) {
   const bool is_train = is_training_corpus(cfg, s.name);
+  const int64_t src_max_len = cfg.max_len - (tag < 0 ? 0 : 1);
   std::vector<size_t> kept;
+  std::vector<int> scratch;
   for (size_t i = 0; i < src_lines.size(); ++i) {
     const auto &a = block.a[i], &b = block.b[i];
     if (is_train && (src_lines[i].empty() || tgt_lines[i].empty() || a.empty() || b.empty())) {
       ++entry.skipped_empty;
       continue;
     }
-    if (is_train && (static_cast<int64_t>(a.size()) > cfg.max_len || static_cast<int64_t>(b.size()) > cfg.max_len)) {
+    if (is_train && (static_cast<int64_t>(a.size()) > src_max_len || static_cast<int64_t>(b.size()) > cfg.max_len)) {
       ++entry.skipped_too_long;
       continue;
     }
-    out.append(a, b);
+    out.append(with_source_tag(a, tag, scratch), b);
     kept.push_back(i);
-    for (size_t k = 0; k < derived.samples.size(); ++k)
-      derived.samples[k]->append(within_max_len(cfg, block.sa[k][i], a), within_max_len(cfg, block.sb[k][i], b));
+    for (size_t k = 0; k < derived.samples.size(); ++k) {
+      const auto& sa = static_cast<int64_t>(block.sa[k][i].size()) > src_max_len ? a : block.sa[k][i];
+      derived.samples[k]->append(with_source_tag(sa, tag, scratch), within_max_len(cfg, block.sb[k][i], b));
+    }
     if (derived.reversed) derived.reversed->append(b, a);
   }
   if (derived.concatenated)
-    append_joined(cfg, block, kept, s.name, block_index, *derived.concatenated, derived.concatenated_alone);
+    append_joined(cfg, block, kept, s.name, block_index, tag, *derived.concatenated, derived.concatenated_alone);
 }
 
 // Lines per block: memory holds one block's lines and encodings, progress and interrupts are
@@ -362,6 +376,7 @@ void encode_split(const DataConfig& cfg, const RawSplit& s, const sentencepiece:
                   SplitEntry& entry) {
   const SubwordSampling sampling{static_cast<int64_t>(derived.samples.size()), cfg.subword_nbest, cfg.subword_alpha};
   const int workers = worker_count(cfg);
+  const int tag = source_tag_id(sp, cfg, s.name);
   entry.raw_lines = s.lines;
   base::Progress progress("preprocess " + s.name, entry.raw_lines, log);
   LineReader src_in(s.src_path), tgt_in(s.tgt_path);
@@ -374,7 +389,8 @@ void encode_split(const DataConfig& cfg, const RawSplit& s, const sentencepiece:
     read_block(src_in, tgt_in, kBlockLines, src_lines, tgt_lines);
     if (src_lines.empty()) break;
     encode_block(sp, src_lines, tgt_lines, sampling, s.name, first_line, workers, block);
-    append_block(cfg, s, block, src_lines, tgt_lines, first_line / static_cast<int64_t>(kBlockLines), out, derived, entry);
+    append_block(cfg, s, block, src_lines, tgt_lines, first_line / static_cast<int64_t>(kBlockLines), tag, out, derived,
+                 entry);
   }
   progress.finish();
   out.close();

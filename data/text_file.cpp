@@ -22,6 +22,7 @@ LineReader::~LineReader() {
 
 bool LineReader::next(std::string& line) {
   line.clear();
+  last_ended_in_cr_ = false;
   if (at_end_) return false;
   char buf[1 << 14];
   for (;;) {
@@ -30,7 +31,8 @@ bool LineReader::next(std::string& line) {
     line.append(got);
     if (line.back() == '\n') {
       line.pop_back();
-      if (!line.empty() && line.back() == '\r') line.pop_back();
+      last_ended_in_cr_ = !line.empty() && line.back() == '\r';
+      if (last_ended_in_cr_) line.pop_back();
       ++lines_read_;
       return true;
     }
@@ -41,9 +43,34 @@ bool LineReader::next(std::string& line) {
     throw DataError(path_ + ": read error after line " + std::to_string(lines_read_) + ": " + msg);
   at_end_ = true;
   if (line.empty()) return false;
-  if (line.back() == '\r') line.pop_back();  // last line without a newline
+  last_ended_in_cr_ = line.back() == '\r';
+  if (last_ended_in_cr_) line.pop_back();  // last line without a newline
   ++lines_read_;
   return true;
+}
+
+int64_t first_invalid_utf8(const std::string& text) {
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  for (size_t i = 0; i < n;) {
+    const unsigned char b = s[i];
+    size_t len;
+    uint32_t cp;
+    if (b < 0x80) { ++i; continue; }
+    if ((b & 0xE0) == 0xC0) { len = 2; cp = b & 0x1F; }
+    else if ((b & 0xF0) == 0xE0) { len = 3; cp = b & 0x0F; }
+    else if ((b & 0xF8) == 0xF0) { len = 4; cp = b & 0x07; }
+    else return static_cast<int64_t>(i);
+    if (i + len > n) return static_cast<int64_t>(i);
+    for (size_t k = 1; k < len; ++k) {
+      if ((s[i + k] & 0xC0) != 0x80) return static_cast<int64_t>(i);
+      cp = (cp << 6) | (s[i + k] & 0x3F);
+    }
+    static constexpr uint32_t kSmallest[5] = {0, 0, 0x80, 0x800, 0x10000};  // shorter forms are overlong
+    if (cp < kSmallest[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return static_cast<int64_t>(i);
+    i += len;
+  }
+  return -1;
 }
 
 std::vector<std::string> read_lines(const std::string& path) {

@@ -24,13 +24,21 @@ class LineReader {
   bool next(std::string& line);
   const std::string& path() const { return path_; }
   int64_t lines_read() const { return lines_read_; }
+  // Whether the line next() returned last ended in "\r\n" (or, the file's last, in "\r"):
+  // for callers that refuse Windows line endings instead of taking them as "\n".
+  bool last_ended_in_cr() const { return last_ended_in_cr_; }
 
  private:
   std::string path_;
   gzFile_s* file_ = nullptr;
   int64_t lines_read_ = 0;
   bool at_end_ = false;
+  bool last_ended_in_cr_ = false;
 };
+
+// The byte offset (0-based) of the first byte of `text` that does not belong to a valid UTF-8
+// sequence (overlong forms, surrogates and code points above U+10FFFF are invalid), or -1.
+int64_t first_invalid_utf8(const std::string& text);
 
 // All lines of `path` (LineReader's rules). Throws DataError naming the file.
 std::vector<std::string> read_lines(const std::string& path);

@@ -33,7 +33,7 @@ std::vector<std::string> translate_distributed(Translator& translator, const std
   const size_t lo = n * rank / world, hi = n * (rank + 1) / world;
   std::vector<std::vector<int32_t>> mine(sources.begin() + lo, sources.begin() + hi);
   nlohmann::json part = nlohmann::json::array();
-  for (const auto& nbest : translator.translate_ids(mine)) part.push_back(nbest.front().text);
+  for (const auto& nbest : translator.translate_ids(mine, static_cast<int64_t>(lo))) part.push_back(nbest.front().text);
   std::vector<std::string> all;
   for (const auto& bytes : comm.all_gather_bytes(part.dump()))
     for (const auto& h : nlohmann::json::parse(bytes)) all.push_back(h.get<std::string>());

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <functional>
 #include <numeric>
+#include <stdexcept>
 
 #include "model/kernels/top_candidates.h"
 
@@ -120,12 +122,15 @@ std::vector<std::vector<Hypothesis>> best_first(std::vector<std::vector<Hypothes
   return finished;
 }
 
-}  // namespace
+// The next token of each decoder row (one per live sentence): its rows[r] is the sentence.
+using ChooseTokens = std::function<model::kernels::Candidates(const torch::Tensor& logits, const std::vector<int64_t>& rows,
+                                                               int64_t step, const std::vector<int64_t>& forced)>;
 
-// Speed (bench/decode): sentences that have finished leave the batch, so each step runs
-// only the live ones; only each row's best token and its log-probability reach the host.
-std::vector<std::vector<Hypothesis>> greedy_search(Ensemble& models, const torch::Tensor& src,
-                                                   const SearchOptions& opt) {
+// One hypothesis per sentence, extended by `choose` until EOS. Speed (bench/decode):
+// sentences that have finished leave the batch, so each step runs only the live ones; only
+// each row's chosen token and its log-probability reach the host.
+std::vector<std::vector<Hypothesis>> single_path_search(Ensemble& models, const torch::Tensor& src,
+                                                        const SearchOptions& opt, const ChooseTokens& choose) {
   torch::NoGradGuard no_grad;
   const int64_t batch = src.size(0);
   const torch::Device device = src.device();
@@ -137,8 +142,7 @@ std::vector<std::vector<Hypothesis>> greedy_search(Ensemble& models, const torch
   torch::Tensor prev = torch::full({batch}, opt.bos, torch::TensorOptions().dtype(torch::kInt64).device(device));
   for (int64_t t = 0; !rows.empty(); ++t) {
     const torch::Tensor logits = models.step(prev);
-    const model::kernels::Candidates best =
-        model::kernels::top_candidates(logits, 1, {opt.pad, opt.bos}, forced_eos(rows, 1, t, limit, opt));
+    const model::kernels::Candidates best = choose(logits, rows, t, forced_eos(rows, 1, t, limit, opt));
     auto lp = best.log_probs.accessor<float, 2>();
     auto tok = best.tokens.accessor<int64_t, 2>();
     std::vector<int64_t> keep, next, kept_rows;
@@ -163,6 +167,39 @@ std::vector<std::vector<Hypothesis>> greedy_search(Ensemble& models, const torch
   std::vector<std::vector<Hypothesis>> out;
   for (auto& h : hyp) out.push_back({std::move(h)});
   return out;
+}
+
+}  // namespace
+
+std::vector<int64_t> SearchOptions::banned() const {
+  std::vector<int64_t> out{pad, bos};
+  out.insert(out.end(), never_emit.begin(), never_emit.end());
+  return out;
+}
+
+std::vector<std::vector<Hypothesis>> greedy_search(Ensemble& models, const torch::Tensor& src,
+                                                   const SearchOptions& opt) {
+  const std::vector<int64_t> banned = opt.banned();
+  return single_path_search(models, src, opt,
+                            [&](const torch::Tensor& logits, const std::vector<int64_t>&, int64_t,
+                                const std::vector<int64_t>& forced) {
+                              return model::kernels::top_candidates(logits, 1, banned, forced);
+                            });
+}
+
+std::vector<std::vector<Hypothesis>> sample_search(Ensemble& models, const torch::Tensor& src, const SearchOptions& opt,
+                                                   const std::vector<int64_t>& lines) {
+  if (static_cast<int64_t>(lines.size()) != src.size(0))
+    throw std::invalid_argument("sample_search: one line number per source sentence is needed");
+  const std::vector<int64_t> banned = opt.banned();
+  std::vector<int64_t> row_lines;
+  return single_path_search(models, src, opt,
+                            [&](const torch::Tensor& logits, const std::vector<int64_t>& rows, int64_t step,
+                                const std::vector<int64_t>& forced) {
+                              row_lines.clear();
+                              for (int64_t s : rows) row_lines.push_back(lines[static_cast<size_t>(s)]);
+                              return sample_candidates(logits, row_lines, step, banned, forced, opt.sampling);
+                            });
 }
 
 // Rows are (live sentence, beam) pairs: row = position * k + beam. The first step runs one
@@ -192,7 +229,7 @@ std::vector<std::vector<Hypothesis>> beam_search(Ensemble& models, const torch::
     // A sentence's best 2k continuations (up to k may end in EOS) are among the best 2k of
     // each of its rows.
     const model::kernels::Candidates cand =
-        model::kernels::top_candidates(logits, 2 * k, {opt.pad, opt.bos}, forced_eos(active, beams, t, limit, opt));
+        model::kernels::top_candidates(logits, 2 * k, opt.banned(), forced_eos(active, beams, t, limit, opt));
     std::vector<int64_t> keep_positions, origin, next;
     for (int64_t p = 0; p < n; ++p) {
       const int64_t s = active[p];
@@ -211,7 +248,14 @@ std::vector<std::vector<Hypothesis>> beam_search(Ensemble& models, const torch::
   return best_first(std::move(finished), opt.nbest);
 }
 
-std::vector<std::vector<Hypothesis>> search(Ensemble& models, const torch::Tensor& src, const SearchOptions& opt) {
+std::vector<std::vector<Hypothesis>> search(Ensemble& models, const torch::Tensor& src, const SearchOptions& opt,
+                                            const std::vector<int64_t>& lines) {
+  if (opt.sample) {
+    if (!lines.empty()) return sample_search(models, src, opt, lines);
+    std::vector<int64_t> numbered(static_cast<size_t>(src.size(0)));
+    std::iota(numbered.begin(), numbered.end(), 0);
+    return sample_search(models, src, opt, numbered);
+  }
   return opt.beam == 1 ? greedy_search(models, src, opt) : beam_search(models, src, opt);
 }
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "eval/ensemble.h"
+#include "eval/sampling.h"
 #include "model/transformer.h"
 
 namespace nmt::eval {
@@ -16,6 +17,12 @@ struct SearchOptions {
   int64_t max_len_b = 10;
   int64_t nbest = 1;        // hypotheses returned per sentence (<= beam)
   int64_t bos = 2, eos = 3, pad = 0;
+  std::vector<int64_t> never_emit;  // further tokens no hypothesis may contain (source tags)
+  bool sample = false;              // draw each token (sample_search) instead of searching
+  SamplingOptions sampling;
+
+  // The tokens no step may choose: pad, BOS and never_emit.
+  std::vector<int64_t> banned() const;
 };
 
 struct Hypothesis {
@@ -32,8 +39,14 @@ double normalize(double score, size_t tokens, double lenpen);
 std::vector<std::vector<Hypothesis>> greedy_search(Ensemble& models, const torch::Tensor& src,
                                                    const SearchOptions& opt);
 std::vector<std::vector<Hypothesis>> beam_search(Ensemble& models, const torch::Tensor& src, const SearchOptions& opt);
-// beam == 1 ? greedy : beam.
-std::vector<std::vector<Hypothesis>> search(Ensemble& models, const torch::Tensor& src, const SearchOptions& opt);
+// One drawn translation per sentence (opt.sampling); lines[i] is sentence i's line number in
+// the input, which with the seed fixes its draws (eval/sampling.h).
+std::vector<std::vector<Hypothesis>> sample_search(Ensemble& models, const torch::Tensor& src, const SearchOptions& opt,
+                                                   const std::vector<int64_t>& lines);
+// opt.sample ? sampled : beam == 1 ? greedy : beam. `lines` as for sample_search (empty:
+// 0, 1, ...).
+std::vector<std::vector<Hypothesis>> search(Ensemble& models, const torch::Tensor& src, const SearchOptions& opt,
+                                            const std::vector<int64_t>& lines = {});
 
 // The same with one model.
 std::vector<std::vector<Hypothesis>> greedy_search(model::TransformerImpl& model, const torch::Tensor& src,

@@ -37,12 +37,21 @@ void Translator::init() {
   options_.bos = manifest_.special.bos;
   options_.eos = manifest_.special.eos;
   options_.pad = manifest_.special.pad;
+  // Source tags (data/source_tags.h) are control symbols: no translation may contain one.
+  for (int id = 0; id < spm_.GetPieceSize(); ++id)
+    if (spm_.IsControl(id) && id != options_.bos && id != options_.eos && id != options_.pad)
+      options_.never_emit.push_back(id);
+  options_.sample = cfg.eval.sampling != config::Sampling::kNone;
+  options_.sampling.topk = cfg.eval.sampling == config::Sampling::kTopK ? cfg.eval.sampling_topk : 0;
+  options_.sampling.temperature = cfg.eval.temperature;
+  options_.sampling.seed = static_cast<uint64_t>(cfg.eval.seed);
 }
 
 std::vector<std::vector<Hypothesis>> Translator::search_batch(Ensemble& models,
-                                                              const std::vector<std::vector<int32_t>>& seqs) {
+                                                              const std::vector<std::vector<int32_t>>& seqs,
+                                                              const std::vector<int64_t>& lines) {
   const torch::Tensor src = data::pad_source(seqs, manifest_.special).to(device_);
-  if (!channel_) return search(models, src, options_);
+  if (!channel_) return search(models, src, options_, lines);
   SearchOptions all = options_;  // the channel reranks every hypothesis the beam ends with
   all.nbest = all.beam;
   auto hyps = search(models, src, all);
@@ -59,10 +68,14 @@ void truncate_source(std::vector<int32_t>& ids, int64_t max_positions) {
   if (ids.size() > static_cast<size_t>(max_positions - 1)) ids.resize(static_cast<size_t>(max_positions - 1));
 }
 
-std::vector<int32_t> Translator::encode(const std::string& line) const {
+std::vector<int32_t> Translator::encode_whole(const std::string& line) const {
   std::vector<int> ids;
   spm_.Encode(line, &ids);
-  std::vector<int32_t> source(ids.begin(), ids.end());
+  return {ids.begin(), ids.end()};
+}
+
+std::vector<int32_t> Translator::encode(const std::string& line) const {
+  std::vector<int32_t> source = encode_whole(line);
   truncate_source(source, cfg_.model.max_positions);
   return source;
 }
@@ -74,7 +87,8 @@ std::string Translator::decode(const std::vector<int64_t>& ids) const {
   return text;
 }
 
-std::vector<std::vector<Translation>> Translator::translate_ids(const std::vector<std::vector<int32_t>>& sources) {
+std::vector<std::vector<Translation>> Translator::translate_ids(const std::vector<std::vector<int32_t>>& sources,
+                                                                int64_t first_line) {
   std::vector<std::vector<Translation>> out(sources.size());
   std::vector<int32_t> lens;
   std::vector<int64_t> nonempty;
@@ -93,8 +107,12 @@ std::vector<std::vector<Translation>> Translator::translate_ids(const std::vecto
   Ensemble models(members);
   for (const auto& batch : batches) {
     std::vector<std::vector<int32_t>> seqs;
-    for (int64_t j : batch) seqs.push_back(sources[nonempty[j]]);
-    const auto hyps = search_batch(models, seqs);
+    std::vector<int64_t> lines;
+    for (int64_t j : batch) {
+      seqs.push_back(sources[nonempty[j]]);
+      lines.push_back(first_line + nonempty[j]);
+    }
+    const auto hyps = search_batch(models, seqs, lines);
     for (size_t r = 0; r < batch.size(); ++r) {
       auto& dst = out[nonempty[batch[r]]];
       for (const auto& h : hyps[r]) dst.push_back({decode(h.tokens), h.normalized});
@@ -104,10 +122,10 @@ std::vector<std::vector<Translation>> Translator::translate_ids(const std::vecto
   return out;
 }
 
-std::vector<std::vector<Translation>> Translator::translate(const std::vector<std::string>& lines) {
+std::vector<std::vector<Translation>> Translator::translate(const std::vector<std::string>& lines, int64_t first_line) {
   std::vector<std::vector<int32_t>> ids;
   for (const auto& l : lines) ids.push_back(encode(l));
-  return translate_ids(ids);
+  return translate_ids(ids, first_line);
 }
 
 }  // namespace nmt::eval

@@ -37,18 +37,23 @@ class Translator {
   const data::Manifest& manifest() const { return manifest_; }
   SearchOptions& options() { return options_; }
 
+  // SentencePiece ids of `line`, cut as truncate_source does (encode) or whole (encode_whole).
   std::vector<int32_t> encode(const std::string& line) const;
+  std::vector<int32_t> encode_whole(const std::string& line) const;
   std::string decode(const std::vector<int64_t>& ids) const;
 
   // N-best translations of each source (ids without EOS), in input order. Empty
-  // sources get one empty translation without running the model.
-  std::vector<std::vector<Translation>> translate_ids(const std::vector<std::vector<int32_t>>& sources);
-  std::vector<std::vector<Translation>> translate(const std::vector<std::string>& lines);
+  // sources get one empty translation without running the model. sources[i] is line
+  // first_line + i of the whole input: under eval.sampling its draws depend on that number.
+  std::vector<std::vector<Translation>> translate_ids(const std::vector<std::vector<int32_t>>& sources,
+                                                      int64_t first_line = 0);
+  std::vector<std::vector<Translation>> translate(const std::vector<std::string>& lines, int64_t first_line = 0);
 
  private:
   void init();
   // The search's hypotheses of a batch, reranked by the channel model when there is one.
-  std::vector<std::vector<Hypothesis>> search_batch(Ensemble& models, const std::vector<std::vector<int32_t>>& seqs);
+  std::vector<std::vector<Hypothesis>> search_batch(Ensemble& models, const std::vector<std::vector<int32_t>>& seqs,
+                                                    const std::vector<int64_t>& lines);
 
   config::Config cfg_;
   data::Manifest manifest_;
