@@ -14,7 +14,8 @@
 # train.log, metrics.jsonl and the test hypotheses; run again, it resumes the run there from
 # its newest valid checkpoint. SHARD_DIR overrides the config's data.shard_dir. EXTRA="key=value
 # ..." adds overrides (not train.save_dir or data.raw_dir: RUN_DIR and RAW_DIR set those).
-# Relative paths are taken from the directory it is run in.
+# Relative paths are taken from the directory it is run in. SPLIT=val scores the validation set
+# instead of test_2016_flickr (what a search compares; the test set is scored once per recipe).
 #
 # SEEDS="1 2 3" trains the recipe once per seed (train.seed=S, in RUN_DIR/seed<S>, each
 # averaged as above) and scores the ensemble of the members (evaluate with one --checkpoint
@@ -51,6 +52,12 @@ done
 if [ ${#seeds[@]} -gt 0 ] && [ "$(printf '%s\n' "${seeds[@]}" | sort -u | wc -l)" != "${#seeds[@]}" ]; then
   echo "quickstart.sh: error: SEEDS '${SEEDS}': a seed is given twice (members must differ)" >&2; exit 2
 fi
+split=${SPLIT:-test}
+case $split in
+  test) split_name=test_2016_flickr ;;
+  val) split_name=val ;;
+  *) echo "quickstart.sh: error: SPLIT '$split': expected val or test" >&2; exit 2 ;;
+esac
 jobs=${JOBS:-1}
 [[ $jobs =~ ^[1-9][0-9]*$ ]] || { echo "quickstart.sh: error: JOBS '$jobs': not a positive integer (the members trained at once)" >&2; exit 2; }
 if [ "$jobs" -gt 1 ]; then
@@ -179,11 +186,11 @@ else
     checkpoints+=(--checkpoint "$ckpt")
   done
 fi
-hyp=$run/test_2016_flickr.hyp.$tgt
-echo "== evaluate ${checkpoints[*]} on test_2016_flickr (beam and length penalty: the config's eval section)"
-"$b/eval/evaluate" --config "$config" "${common[@]}" "${extra[@]}" "${checkpoints[@]}" --split test --output "$hyp"
+hyp=$run/$split_name.hyp.$tgt
+echo "== evaluate ${checkpoints[*]} on $split_name (beam and length penalty: the config's eval section)"
+"$b/eval/evaluate" --config "$config" "${common[@]}" "${extra[@]}" "${checkpoints[@]}" --split "$split" --output "$hyp"
 echo "== the same hypotheses, lowercased and Moses-tokenized (as Multi30k papers score)"
-ref=$raw/test_2016_flickr.$tgt
+ref=$raw/$split_name.$tgt
 [ -f "$ref" ] || ref=$ref.gz
 "$NMTRAIN_VENV/bin/python" "$root/tools/score_lc_tok.py" --hyp "$hyp" --ref "$ref" --lang "$tgt"
-echo "quickstart.sh: done: run directory $run; scored ${checkpoints[*]}; test hypotheses in $hyp"
+echo "quickstart.sh: done: run directory $run; scored ${checkpoints[*]}; $split_name hypotheses in $hyp"

@@ -76,6 +76,11 @@ for seeds in "1 x" "3 3" "-1"; do
   [[ $out == "quickstart.sh: error: SEEDS '$seeds': "* ]] || fail "quickstart SEEDS='$seeds': $out"
   [ ! -e /no/such/run ] || fail "quickstart: bad SEEDS created its run directory"
 done
+# SPLIT is val or test, refused otherwise before anything is installed or built.
+rc=0
+out=$(SPLIT=dev RUN_DIR=/no/such/run bash "$root/launch/quickstart.sh" 2>&1) || rc=$?
+[ $rc = 2 ] && [[ $out == "quickstart.sh: error: SPLIT 'dev': expected val or test" ]] || fail "quickstart SPLIT=dev: exit $rc: $out"
+[ ! -e /no/such/run ] || fail "quickstart: a bad SPLIT created its run directory"
 # JOBS must be a positive integer, at most SEEDS' members and the CPUs the script may use.
 jobs_refused() {  # jobs_refused EXPECTED_MESSAGE_START COMMAND...
   local expected=$1 rc=0 out; shift
