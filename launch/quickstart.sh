@@ -20,8 +20,8 @@
 # SEEDS="1 2 3" trains the recipe once per seed (train.seed=S, in RUN_DIR/seed<S>, each
 # averaged as above) and scores the ensemble of the members (evaluate with one --checkpoint
 # each: the mean of their probabilities), as fairseq's --path a:b:c or Marian's --models:
-#   SEEDS="1 2 3" CONFIG=configs/multi30k_de_en.yaml EXTRA="eval.beam=10" bash launch/quickstart.sh
-# (the 3-hour De->En recipe; En->De's: EXTRA="data.concat_weight=0 data.shard_dir=data-bin/multi30k_en_de eval.beam=5 eval.lenpen=1.4 eval.average_last=10", README.md).
+#   SEEDS="1 2 3" CONFIG=configs/multi30k_de_en_3h.yaml bash launch/quickstart.sh
+# (the 3-hour De->En recipe; En->De's: configs/multi30k_en_de_3h.yaml, README.md).
 # JOBS=N trains N members at once, each pinned to its own equal share of the CPUs this script
 # may use (its affinity; `taskset -c` to narrow it) with train.threads set to that share's size,
 # starting the next seed where one ends; each member's console goes to RUN_DIR/seed<S>/train.out.
