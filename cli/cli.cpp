@@ -20,13 +20,20 @@
 namespace nmt::cli {
 
 void add_config_options(CLI::App& app, ConfigArgs& args) {
-  app.add_option("--config", args.config_path, "YAML configuration file")->required();
+  app.add_option("--config", args.config_path, "YAML configuration file (required)");
   app.add_option("overrides", args.overrides, "configuration overrides, e.g. train.max_updates=100 data.max_tokens=2048");
   app.add_flag("--print-config", args.print_config, "print the resolved configuration as YAML and exit");
+  app.add_flag("--config-keys", args.config_keys,
+               "print every configuration key (key, type, default, accepted values; tab-separated) and exit");
 }
 
 bool resolve_config(const ConfigArgs& args, config::Needs needs, config::Config* cfg) {
-  *cfg = config::load_config(args.config_path, args.overrides);
+  if (args.config_keys) {
+    for (const auto& k : config::describe_keys())
+      std::printf("%s\t%s\t%s\t%s\n", k.key.c_str(), k.type.c_str(), k.default_text.c_str(), k.allowed.c_str());
+    return false;
+  }
+  if (args.config_path.empty()) throw config::ConfigError("--config is required: the YAML configuration file");
   if (args.print_config) {
     config::validate(*cfg, config::Needs::kNothing);
     std::fputs(config::to_yaml(*cfg).c_str(), stdout);

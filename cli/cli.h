@@ -15,12 +15,14 @@ struct ConfigArgs {
   std::string config_path;
   std::vector<std::string> overrides;
   bool print_config = false;
+  bool config_keys = false;
 };
 
 // Adds --config, the positional key=value overrides and --print-config to `app`.
 void add_config_options(CLI::App& app, ConfigArgs& args);
 
-// Loads and validates the configuration; with --print-config prints it and returns false.
+// Loads and validates the configuration; with --print-config prints it and returns false;
+// with --config-keys prints every key (config::describe_keys, tab-separated) and returns false.
 bool resolve_config(const ConfigArgs& args, config::Needs needs, config::Config* cfg);
 
 // A flag value that must be a finite number in [lo, hi]: CLI::Range lets NaN through.

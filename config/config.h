@@ -35,7 +35,7 @@ struct ScheduleConfig {
   // cosine / linear: after the warmup, decay from lr to min_lr at update total_updates
   // (0 = train.max_updates), so that a run's schedule ends where its budget ends.
   int64_t total_updates = 0;
-  double min_lr = 0.0;
+  double min_lr = 0.0;            // cosine / linear: the learning rate at the schedule's end
 };
 
 // train.device: where training (and evaluation) runs.
@@ -93,14 +93,14 @@ struct EvalConfig {
   int64_t beam = 5;               // beam size (1 = greedy)
   double lenpen = 1.0;            // length penalty alpha: score / length^alpha
   double max_len_a = 1.2;         // hypotheses stop at max_len_a * src_len + max_len_b pieces
-  int64_t max_len_b = 10;
+  int64_t max_len_b = 10;         // (see max_len_a)
   int64_t max_tokens = 4096;      // source tokens per decoding batch
   int64_t nbest = 1;              // translate: hypotheses printed per sentence
   int64_t average_last = 5;       // launch/quickstart.sh scores the average of the last N update_*.pt
   // Noisy-channel reranking (eval/channel.h): a model of the reverse direction (tgt -> src)
   // rescores the beam's hypotheses by log p(y|x) + channel_weight * log p(x|y); "" = off.
   std::string channel_checkpoint = "";
-  double channel_weight = 0.25;
+  double channel_weight = 0.25;   // noisy-channel reranking: W in log p(y|x) + W * log p(x|y)
   // Sampled decoding (back-translation with noise, Edunov et al. 2018): beam must be 1. Each
   // sentence's draws depend only on eval.seed and its line number in the input, never on the
   // batch, the threads or the ranks (eval/sampling.h).

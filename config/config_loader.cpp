@@ -21,6 +21,7 @@ struct Field {
   std::function<void(Config&, const YAML::Node&)> set;   // throws YAML::Exception on a bad type
   std::function<std::string(const Config&)> text;        // value as YAML scalar text
   std::function<std::string(const Config&)> problem;     // "" when the value is acceptable
+  std::string allowed;  // the values the rule accepts, for the key table ("" = any)
 };
 
 template <typename T>
@@ -64,11 +65,24 @@ struct UnknownChoice {
   std::string allowed;
 };
 
+constexpr double kInf = 1e300;
+
+// A range as the key table prints it: "0 to 1000", ">= 1", "any".
+std::string range_text(const Range& r) {
+  const auto num = [](double v) { return fmt::format("{}", v); };
+  if (r.lo <= -kInf && r.hi >= kInf) return "";
+  if (r.hi >= kInf) return ">= " + num(r.lo);
+  if (r.lo <= -kInf) return "<= " + num(r.hi);
+  return num(r.lo) + " to " + num(r.hi);
+}
+
 template <typename T, typename Get, typename Rule>
 Field make_field(std::string key, Get get, Rule rule) {
   Field f;
   f.key = std::move(key);
   f.type = type_name<T>();
+  if constexpr (std::is_same_v<Rule, Range>) f.allowed = std::is_same_v<T, bool> ? "" : range_text(rule);
+  if constexpr (std::is_same_v<Rule, OneOf>) f.allowed = fmt::format("{}", fmt::join(rule.values, " | "));
   f.set = [get](Config& c, const YAML::Node& n) {
     if (!n.IsScalar()) throw YAML::TypedBadConversion<T>(n.Mark());
     get(c) = n.as<T>();
@@ -98,6 +112,7 @@ Field make_choice_field(std::string key, Get get, Choice<E> choice) {
   Field f;
   f.key = std::move(key);
   f.type = "string";  // printed and overridden as the name, like any string key
+  for (const auto& [name, value] : choice.names) f.allowed += (f.allowed.empty() ? "" : " | ") + name;
   f.set = [get, choice](Config& c, const YAML::Node& n) {
     if (!n.IsScalar()) throw YAML::TypedBadConversion<std::string>(n.Mark());
     const std::string text = n.as<std::string>();
@@ -117,7 +132,6 @@ Field make_choice_field(std::string key, Get get, Choice<E> choice) {
   return f;
 }
 
-constexpr double kInf = 1e300;
 constexpr const char* kCorporaType = "mapping of corpus name to weight";
 
 // data.train_corpora: a YAML mapping {name: weight}. Printed as a flow mapping, which reads back.
@@ -593,6 +607,13 @@ std::string to_yaml(const Config& cfg) {
     else e << f.text(cfg);
     out += "  " + name + ": " + e.c_str() + "\n";
   }
+  return out;
+}
+
+std::vector<KeyInfo> describe_keys() {
+  const Config defaults;
+  std::vector<KeyInfo> out;
+  for (const Field& f : fields()) out.push_back({f.key, f.type, f.text(defaults), f.allowed});
   return out;
 }
 

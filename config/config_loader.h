@@ -32,4 +32,13 @@ std::string to_yaml(const Config& cfg);
 // All keys, in printing order.
 std::vector<std::string> config_keys();
 
+// What docs/USAGE.md's key table is generated from (tools/config_keys.py, via train
+// --config-keys): each key's type, default (as --print-config writes it) and accepted values
+// (a range, the names of a choice; "" = any), read off the same field table that loads and
+// validates, so the table cannot drift from the code.
+struct KeyInfo {
+  std::string key, type, default_text, allowed;
+};
+std::vector<KeyInfo> describe_keys();
+
 }  // namespace nmt::config

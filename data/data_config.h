@@ -45,8 +45,8 @@ struct DataConfig {
   // splits ("<corpus>.sample<k>"); training draws micro-batches from the corpus and its
   // samples alike (the corpus's weight shared equally). Unigram models only. 0 = off.
   int64_t subword_samples = 0;
-  int64_t subword_nbest = 64;
-  double subword_alpha = 0.1;
+  int64_t subword_nbest = 64;          // subword regularisation: draw among SentencePiece's n best segmentations
+  double subword_alpha = 0.1;          // subword regularisation: a segmentation is drawn with probability ~ P^alpha
   // Bidirectional training (BiT, Ding et al. 2021): preprocess also writes every training
   // corpus with its sides swapped ("<corpus>.reversed": the target sentence as the source),
   // and training draws micro-batches from it with reversed_weight x the corpus's weight, until
@@ -54,7 +54,7 @@ struct DataConfig {
   // is trained. The model tells the directions apart by the input's language (joint
   // vocabulary, tied embeddings). 0 = off.
   double reversed_weight = 0.0;
-  int64_t reversed_until_update = 0;
+  int64_t reversed_until_update = 0;  // bidirectional training: reversed pairs are drawn until this update (0 = always)
   // Concatenation augmentation (data/concat_pairing.h; Nguyen, Murray & Chiang 2021):
   // preprocess also writes every training corpus with each pair joined to another of its pairs
   // ("<corpus>.concat"), and training draws micro-batches from it with concat_weight x the
