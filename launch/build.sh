@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs dependencies (launch/setup.sh) and builds the project into BUILD_DIR (default
-# ./build, relative paths from where it is run) with Ninja and ccache. Prints the environment
+# ./build, relative paths from where it is run) with Ninja and ccache; BUILD_TARGETS limits it
+# to some executables. Prints the environment
 # exports on stdout, like setup.sh.   eval "$(bash launch/build.sh)"
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -23,7 +24,10 @@ if [ ! -f "$build/build.ninja" ] || ! grep -sqxF "NMTRAIN_VENV:PATH=$(realpath -
   cmake -S "$root" -B "$build" -G Ninja -DNMTRAIN_VENV="$NMTRAIN_VENV" >&2
 fi
 start=$(date +%s)
-cmake --build "$build" -j "$(nproc)" >&2
+# BUILD_TARGETS="train evaluate ...": only those executables (and what they link), as the
+# quickstart asks; default: everything (the tests, the benchmarks).
+read -r -a targets <<< "${BUILD_TARGETS:-}"
+cmake --build "$build" -j "$(nproc)" ${targets[@]:+--target "${targets[@]}"} >&2
 echo "[build] built $build in $(( $(date +%s) - start )) s" >&2
 echo "$env_lines"
 printf 'export NMTRAIN_BUILD=%q\n' "$build"

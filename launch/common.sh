@@ -18,12 +18,13 @@ require_switch() {
   esac
 }
 
-# load_build_env SCRIPT ROOT: installs and builds (launch/build.sh) and loads the environment
+# load_build_env SCRIPT ROOT [TARGETS]: installs and builds (launch/build.sh; only TARGETS when
+# given, "preprocess train ...") and loads the environment
 # it prints; a failed build ends SCRIPT with exit 1 naming it, instead of going on with
 # whatever binaries an earlier build left.
 load_build_env() {
   local lines rc=0
-  lines=$(bash "$2/launch/build.sh") || rc=$?
+  lines=$(BUILD_TARGETS=${3:-${BUILD_TARGETS:-}} bash "$2/launch/build.sh") || rc=$?
   [ $rc = 0 ] || { echo "$1: error: launch/build.sh failed (exit $rc): see its messages above" >&2; exit 1; }
   eval "$lines"
 }

@@ -69,7 +69,7 @@ raw=$(realpath -ms -- "$raw")
 for i in "${!model[@]}"; do model[$i]=$(realpath -ms -- "${model[$i]}"); done
 work=$(realpath -ms -- "${WORK:-$root/runs/mono_$(basename "$config" .yaml)_$mode}")
 
-load_build_env "$me" "$root"
+load_build_env "$me" "$root" "preprocess train average evaluate translate"
 b=$NMTRAIN_BUILD py=$NMTRAIN_VENV/bin/python
 cd "$root"
 mkdir -p "$work"

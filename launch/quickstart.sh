@@ -76,7 +76,7 @@ config=$(realpath -ms -- "$config") raw=$(realpath -ms -- "$raw")
 name=$(basename "$config" .yaml)
 run=$(realpath -ms -- "${RUN_DIR:-$root/runs/$name}")
 shard_dir=${SHARD_DIR:+$(realpath -ms -- "$SHARD_DIR")}
-load_build_env quickstart.sh "$root"
+load_build_env quickstart.sh "$root" "preprocess train average evaluate"  # only what it runs
 b=$NMTRAIN_BUILD
 cd "$root"
 common=(data.raw_dir="$raw")
