@@ -34,6 +34,7 @@ bool resolve_config(const ConfigArgs& args, config::Needs needs, config::Config*
     return false;
   }
   if (args.config_path.empty()) throw config::ConfigError("--config is required: the YAML configuration file");
+  *cfg = config::load_config(args.config_path, args.overrides);
   if (args.print_config) {
     config::validate(*cfg, config::Needs::kNothing);
     std::fputs(config::to_yaml(*cfg).c_str(), stdout);
