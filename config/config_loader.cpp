@@ -134,24 +134,26 @@ Field make_choice_field(std::string key, Get get, Choice<E> choice) {
 
 constexpr const char* kCorporaType = "mapping of corpus name to weight";
 
+// A YAML mapping of names to scalars of type V (null: empty); throws YAML's conversion error
+// at the node that is not one.
+template <typename V>
+std::map<std::string, V> read_mapping(const YAML::Node& n) {
+  std::map<std::string, V> out;
+  if (n.IsNull()) return out;
+  if (!n.IsMap()) throw YAML::TypedBadConversion<std::map<std::string, V>>(n.Mark());
+  for (const auto& kv : n) {
+    if (!kv.second.IsScalar()) throw YAML::TypedBadConversion<V>(kv.second.Mark());
+    out[kv.first.as<std::string>()] = kv.second.as<V>();
+  }
+  return out;
+}
+
 // data.train_corpora: a YAML mapping {name: weight}. Printed as a flow mapping, which reads back.
 Field make_corpora_field() {
   Field f;
   f.key = "data.train_corpora";
   f.type = kCorporaType;
-  f.set = [](Config& c, const YAML::Node& n) {
-    if (n.IsNull()) {
-      c.data.train_corpora.clear();
-      return;
-    }
-    if (!n.IsMap()) throw YAML::TypedBadConversion<std::map<std::string, double>>(n.Mark());
-    std::map<std::string, double> corpora;
-    for (const auto& kv : n) {
-      if (!kv.second.IsScalar()) throw YAML::TypedBadConversion<double>(kv.second.Mark());
-      corpora[kv.first.as<std::string>()] = kv.second.as<double>();
-    }
-    c.data.train_corpora = std::move(corpora);
-  };
+  f.set = [](Config& c, const YAML::Node& n) { c.data.train_corpora = read_mapping<double>(n); };
   f.text = [](const Config& c) {
     std::string out;
     for (const auto& [name, weight] : c.data.train_corpora)
@@ -179,19 +181,7 @@ Field make_source_tags_field() {
   Field f;
   f.key = "data.source_tags";
   f.type = kTagsType;
-  f.set = [](Config& c, const YAML::Node& n) {
-    if (n.IsNull()) {
-      c.data.source_tags.clear();
-      return;
-    }
-    if (!n.IsMap()) throw YAML::TypedBadConversion<std::map<std::string, std::string>>(n.Mark());
-    std::map<std::string, std::string> tags;
-    for (const auto& kv : n) {
-      if (!kv.second.IsScalar()) throw YAML::TypedBadConversion<std::string>(kv.second.Mark());
-      tags[kv.first.as<std::string>()] = kv.second.as<std::string>();
-    }
-    c.data.source_tags = std::move(tags);
-  };
+  f.set = [](Config& c, const YAML::Node& n) { c.data.source_tags = read_mapping<std::string>(n); };
   f.text = [](const Config& c) {
     std::string out;
     for (const auto& [corpus, tag] : c.data.source_tags) {
