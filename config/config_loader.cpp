@@ -332,6 +332,7 @@ std::vector<Field> dist_fields() {
       NMT_FIELD(dist, check_params_interval, (Range{0, 1e15})),
       NMT_FIELD(dist, timeout_s, (Range{0.1, 1e9})),
       NMT_FIELD(dist, overlap, Any{}),
+      NMT_CHOICE(dist, shared_gpu, {{"refuse", dist::SharedGpu::kRefuse}, {"allow", dist::SharedGpu::kAllow}}),
       NMT_FIELD(dist, deterministic_reduce, Any{}),
       NMT_CHOICE(dist, grad_dtype,
                  {{"fp32", dist::GradDtype::kFp32}, {"bf16", dist::GradDtype::kBf16}, {"fp16", dist::GradDtype::kFp16}}),

@@ -1,6 +1,7 @@
 #include "dist/communicator.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -81,6 +82,14 @@ void refuse_shared_gpus(const ProcessGroup& group, const torch::Device& device) 
                        ":node), or give each rank its own GPU");
 }
 
+// dist.shared_gpu=allow: what NCCL needs before its communicator is made for ranks to share a
+// GPU (its documentation's settings for the experimental opt-in); a value the user set stays.
+void allow_shared_gpus() {
+  setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1", 0);
+  setenv("NCCL_NVLS_ENABLE", "0", 0);
+  setenv("NCCL_MAX_CTAS", "4", 0);
+}
+
 }  // namespace
 #endif
 
@@ -88,6 +97,11 @@ std::unique_ptr<Communicator> make_communicator(const DistConfig& cfg, const Pro
                                                 const torch::Device& device) {
   Backend backend = cfg.backend;
   if (backend == Backend::kAuto) backend = device.is_cuda() ? Backend::kNccl : Backend::kMpi;
+  if (cfg.shared_gpu == SharedGpu::kAllow && (backend == Backend::kMpi || !device.is_cuda()))
+    throw DistSetupError("dist.shared_gpu=allow lets NCCL ranks share one GPU, but this job " +
+                         (backend == Backend::kMpi ? std::string("reduces with dist.backend=mpi")
+                                                   : "runs on " + device.str()) +
+                         ": the key applies to NCCL on CUDA only (remove it, or set dist.shared_gpu=refuse)");
   if (backend == Backend::kMpi) {
     if (!device.is_cpu())
       throw DistSetupError("dist.backend=mpi reduces CPU tensors, but training runs on " + device.str() +
@@ -95,8 +109,10 @@ std::unique_ptr<Communicator> make_communicator(const DistConfig& cfg, const Pro
     return make_mpi_communicator(group, cfg.timeout_s);
   }
 #ifdef NMTRAIN_WITH_CUDA
-  if (device.is_cuda()) refuse_shared_gpus(group, device);  // a CPU device: refused just below
-  return make_nccl_communicator(group, device, cfg.timeout_s);
+  const bool shared = cfg.shared_gpu == SharedGpu::kAllow;
+  if (shared) allow_shared_gpus();
+  else if (device.is_cuda()) refuse_shared_gpus(group, device);  // a CPU device: refused just below
+  return make_nccl_communicator(group, device, cfg.timeout_s, shared);
 #else
   throw DistSetupError("dist.backend=nccl: this build has no NCCL backend (configure with NMTRAIN_WITH_CUDA=ON)");
 #endif

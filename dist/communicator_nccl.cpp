@@ -147,8 +147,8 @@ class NcclMonitor {
 
 class NcclCommunicator : public Communicator {
  public:
-  NcclCommunicator(const ProcessGroup& g, const torch::Device& device, double timeout_s)
-      : rank_(g.rank()), world_(g.world_size()), device_(device),
+  NcclCommunicator(const ProcessGroup& g, const torch::Device& device, double timeout_s, bool shared_gpu)
+      : rank_(g.rank()), world_(g.world_size()), device_(device), shared_gpu_(shared_gpu),
         stream_(c10::cuda::getStreamFromPool(/*isHighPriority=*/true, device.index())) {
     // Host-side objects (the unique id, gathered bytes) travel over MPI, under the
     // same watchdog as the MPI backend's collectives.
@@ -194,7 +194,15 @@ class NcclCommunicator : public Communicator {
     return {done, compute};
   }
 
-  std::string name() const override { return "nccl"; }
+  // "nccl 2.27.5", and with dist.shared_gpu=allow a warning that ranks share the GPU.
+  std::string name() const override {
+    int v = 0;
+    ncclGetVersion(&v);  // NCCL_VERSION_CODE: major * 10000 + minor * 100 + patch since 2.9
+    std::string text = "nccl " + std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." +
+                       std::to_string(v % 100);
+    if (shared_gpu_) text += " (ranks share a GPU, dist.shared_gpu=allow: for testing, not speed)";
+    return text;
+  }
   int rank() const override { return rank_; }
   int world_size() const override { return world_; }
   torch::Device device() const override { return device_; }
@@ -252,6 +260,7 @@ class NcclCommunicator : public Communicator {
 
   int rank_, world_;
   torch::Device device_;
+  bool shared_gpu_;  // dist.shared_gpu=allow: ranks share this GPU
   c10::cuda::CUDAStream stream_;
   ncclComm_t comm_ = nullptr;
   MPI_Comm mpi_comm_ = MPI_COMM_NULL;
@@ -262,11 +271,11 @@ class NcclCommunicator : public Communicator {
 }  // namespace
 
 std::unique_ptr<Communicator> make_nccl_communicator(const ProcessGroup& group, const torch::Device& device,
-                                                     double timeout_s) {
+                                                     double timeout_s, bool shared_gpu) {
   if (!device.is_cuda())
     throw DistSetupError("dist.backend=nccl reduces CUDA tensors, but training runs on " + device.str() +
                          " (use dist.backend=mpi or auto)");
-  return std::make_unique<NcclCommunicator>(group, device, timeout_s);
+  return std::make_unique<NcclCommunicator>(group, device, timeout_s, shared_gpu);
 }
 
 }  // namespace nmt::dist

@@ -151,6 +151,12 @@ refused "evaluate train.precision=bf16 without bf16" "train.precision=bf16 is un
   env DNNL_MAX_CPU_ISA=AVX512_CORE_VNNI "$EVAL" --config c.yaml --checkpoint run/last.pt --output hyp.txt train.precision=bf16
 # A backend that does not fit the device is the user's to fix: exit 2, not the fault code 3.
 refused "dist.backend=nccl on a CPU" "dist.backend=nccl" "$TRAIN" --config c.yaml train.device=cpu dist.backend=nccl train.save_dir=nccl_cpu
+# dist.shared_gpu=allow is NCCL's opt-in for ranks on one GPU: a CPU job or the MPI backend refuses it, naming the key.
+refused "dist.shared_gpu=allow on a CPU job" "dist.shared_gpu=allow lets NCCL ranks share one GPU, but this job reduces with dist.backend=mpi" \
+  "$TRAIN" --config c.yaml train.device=cpu dist.shared_gpu=allow train.save_dir=shared_cpu
+refused "dist.shared_gpu=allow with dist.backend=nccl on a CPU" "dist.shared_gpu=allow lets NCCL ranks share one GPU, but this job runs on cpu" \
+  "$TRAIN" --config c.yaml train.device=cpu dist.backend=nccl dist.shared_gpu=allow train.save_dir=shared_cpu
+refused "dist.shared_gpu maybe" "config key 'dist.shared_gpu' = 'maybe'" "$TRAIN" --config c.yaml dist.shared_gpu=maybe
 # A checkpoint field with a fixed set of values is parsed on load, not compared as a string:
 # a GEMM library that does not exist is refused by name, on resume and when evaluating.
 mkdir bogus && "$python" -c "
