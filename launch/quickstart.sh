@@ -92,6 +92,19 @@ member_command() {
   cmd=("$b/trainer/train" --config "$config" "${common[@]}" train.save_dir="$dir" "${extra[@]}" "$@" --resume auto)
 }
 
+# train_member RUN_DIR OVERRIDE...: trains as member_command says. train exits 0 also when a
+# signal stopped it (last.pt written, for a supervisor to resume): its log's last line tells, and
+# a run stopped before its budget ends the script (143) instead of being averaged and scored.
+train_member() {
+  local dir=$1
+  member_command "$@"
+  "${cmd[@]}"
+  if tail -n 1 "$dir/train.log" | grep -qE "\| stopped (by signal|after update)"; then
+    echo "quickstart.sh: training in $dir was stopped by a signal before its budget; run again to resume it" >&2
+    exit 143
+  fi
+}
+
 # average_member RUN_DIR: average its last eval.average_last checkpoints; sets `ckpt` to what
 # evaluate should load.
 average_member() {
@@ -167,8 +180,7 @@ average_last=$(sed -n 's/^  average_last: \([0-9]*\)$/\1/p' <<< "$resolved")
 checkpoints=()
 if [ ${#seeds[@]} = 0 ]; then
   echo "== train $name -> $run (log: $run/train.log, metrics: $run/metrics.jsonl)"
-  member_command "$run"
-  "${cmd[@]}"
+  train_member "$run"
   average_member "$run"
   checkpoints=(--checkpoint "$ckpt")
 else
@@ -177,8 +189,7 @@ else
   else
     for seed in "${seeds[@]}"; do
       echo "== train $name -> $run/seed$seed (log: $run/seed$seed/train.log, metrics: $run/seed$seed/metrics.jsonl)"
-      member_command "$run/seed$seed" train.seed="$seed"
-      "${cmd[@]}"
+      train_member "$run/seed$seed" train.seed="$seed"
     done
   fi
   for seed in "${seeds[@]}"; do

@@ -28,7 +28,7 @@ quickstart() {
 }
 
 quickstart || { tail -20 out.txt; fail "quickstart exit $?"; }
-grep -qF "quickstart.sh: done: run directory $tmp/run; scored --checkpoint $tmp/run/averaged.pt; test hypotheses in $tmp/run/test_2016_flickr.hyp.en" out.txt ||
+grep -qF "quickstart.sh: done: run directory $tmp/run; scored --checkpoint $tmp/run/averaged.pt; test_2016_flickr hypotheses in $tmp/run/test_2016_flickr.hyp.en" out.txt ||
   { tail -3 out.txt; fail "the last line does not say where the results are"; }
 grep -qF "average: wrote $tmp/run/averaged.pt from 3 checkpoints (last: update 60)" out.txt ||
   { cat out.txt; fail "the last eval.average_last = 3 checkpoints were not averaged"; }
@@ -137,3 +137,16 @@ for seed in 11 12; do
   grep -q "resumed from $tmp/term/seed$seed/last.pt at update" term/seed$seed/train.out || fail "seed $seed did not resume"
 done
 echo "ok: SIGTERM stopped both members with last.pt (exit 143); run again, each resumed"
+
+# One model: a SIGTERM that stops train (its last.pt written, exit 0 as a supervisor wants) ends
+# the quickstart with 143 before averaging or scoring the unfinished run; run again, it resumes.
+BUILD_DIR=$build CONFIG=$tmp/recipe.yaml RUN_DIR=$tmp/one SHARD_DIR=$tmp/shards EXTRA="train.max_updates=100000" \
+  bash "$here/../launch/quickstart.sh" "$tmp/raw" > one.txt 2>&1 &
+script=$!
+for _ in $(seq 600); do grep -qs 'update *20 ' one/train.log && break; sleep 0.1; done
+pkill -TERM -f "train.save_dir=$tmp/one " || fail "no train of $tmp/one to stop"
+rc=0; wait $script || rc=$?
+[ $rc = 143 ] && grep -q "^quickstart.sh: training in $tmp/one was stopped by a signal before its budget; run again to resume it" one.txt ||
+  { cat one.txt; fail "a stopped train: exit $rc, or no message"; }
+[ -s one/last.pt ] && [ ! -e one/averaged.pt ] && [ ! -e one/test_2016_flickr.hyp.en ] || fail "the stopped run was averaged or scored"
+echo "ok: a train stopped by SIGTERM ended the quickstart (143) unscored, last.pt kept"
