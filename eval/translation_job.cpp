@@ -204,9 +204,10 @@ TranslationJobResult run_translation_job(const config::Config& cfg, const Transl
     const std::vector<std::vector<int32_t>> mine(sources.begin() + lo, sources.begin() + hi);
     const std::string text = format_chunk(translator.translate_ids(mine, lo), lo, nbest);
     base::atomic_write(chunk_path(parts, c), std::vector<char>(text.begin(), text.end()));
-    if (comm.rank() == 0) {
-      int64_t finished = -result.resumed_lines;
-      for (int64_t d : finished_chunks(parts, n, chunk_lines, nbest)) finished += std::min(n, (d + 1) * chunk_lines) - d * chunk_lines;
+    if (comm.rank() == 0) {  // every rank's chunks so far: a chunk file is there only once whole (atomic_write)
+      int64_t finished = 0;
+      for (int64_t d : todo)
+        if (fs::exists(chunk_path(parts, d))) finished += std::min(n, (d + 1) * chunk_lines) - d * chunk_lines;
       progress.update(finished);
     }
   }
