@@ -48,6 +48,8 @@ err=$(python3 "$root/bench/decode" --precision fp16 2>&1); rc=$?
 [ "$rc" = 2 ] && grep -qF "argument --precision: invalid choice: 'fp16'" <<<"$err" || fail "decode --precision fp16: exit $rc: $err"
 err=$(python3 "$root/bench/decode" --gemm blas 2>&1); rc=$?
 [ "$rc" = 2 ] && grep -qF "argument --gemm: invalid choice: 'blas'" <<<"$err" || fail "decode --gemm blas: exit $rc: $err"
+err=$(python3 "$root/bench/decode" --config c.yaml --checkpoint m.pt --source "$scratch/no_such.de" 2>&1); rc=$?
+[ "$rc" = 2 ] && grep -qF "error: --source $scratch/no_such.de: no such file" <<<"$err" || fail "decode --source missing: exit $rc: $err"
 err=$("$2" "$root/bench/pytorch_reference.py" --shard-dir . --bench-out . --precision fp64 2>&1); rc=$?
 [ "$rc" = 2 ] && grep -qF "argument --precision: invalid choice: 'fp64'" <<<"$err" ||
   fail "pytorch_reference --precision fp64: exit $rc: $err"
