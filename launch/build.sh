@@ -27,6 +27,13 @@ start=$(date +%s)
 # BUILD_TARGETS="train evaluate ...": only those executables (and what they link), as the
 # quickstart asks; default: everything (the tests, the benchmarks).
 read -r -a targets <<< "${BUILD_TARGETS:-}"
+if [ ${#targets[@]} -gt 0 ]; then
+  known=$(cmake --build "$build" --target help | sed -n 's/^\([A-Za-z0-9_.+-]*\): phony$/\1/p')
+  for t in "${targets[@]}"; do
+    grep -qxF -- "$t" <<< "$known" ||
+      { echo "build.sh: error: BUILD_TARGETS '$t' is not a target of this project (e.g. train evaluate translate preprocess average nmt_tests)" >&2; exit 2; }
+  done
+fi
 cmake --build "$build" -j "$(nproc)" ${targets[@]:+--target "${targets[@]}"} >&2
 echo "[build] built $build in $(( $(date +%s) - start )) s" >&2
 echo "$env_lines"

@@ -148,6 +148,10 @@ rc=0; out=$(PYTHON=/no/such/python bash "$root/launch/setup.sh" 2>&1) || rc=$?
 [ $rc = 2 ] && [[ $out == "setup.sh: error: PYTHON '/no/such/python' is not a program on PATH"* ]] || fail "setup PYTHON: exit $rc: $out"
 rc=0; out=$(bash "$root/launch/build.sh" release 2>&1) || rc=$?
 [ $rc = 2 ] && [[ $out == "build.sh: error: takes no arguments, got 'release'"* ]] || fail "build.sh argument: exit $rc: $out"
+# A BUILD_TARGETS word that is no target is refused by name before anything is built.
+rc=0; out=$(BUILD_TARGETS="train trian" bash "$root/launch/build.sh" 2>&1 > /dev/null) || rc=$?
+[ $rc = 2 ] && [[ $out == *"build.sh: error: BUILD_TARGETS 'trian' is not a target of this project"* ]] && [[ $out != *"Linking"* ]] ||
+  fail "BUILD_TARGETS trian: exit $rc: $out"
 # The GPU check and the bundle's env.sh refuse bad input by name, before any work.
 out=$(bash "$root/launch/gpu_check.sh" --frobnicate 2>&1) && fail "gpu_check: unknown argument accepted"
 [[ $out == "gpu_check.sh: unknown argument '--frobnicate' (usage: gpu_check.sh [--logs DIR])" ]] || fail "gpu_check argument: $out"
