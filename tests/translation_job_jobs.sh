@@ -115,6 +115,11 @@ refuse "temperature 0" "eval.temperature.*must be > 0" --input mono.de --samplin
 refuse "a negative temperature" "eval.temperature.*must be > 0" --input mono.de --sampling full --temperature -1
 refuse "an unknown --sampling" "expected 'full' or 'topk K'" --input mono.de --sampling nucleus
 refuse "--output without --input" "--output needs --input" --output o.txt < mono.de
+# A usage error: CLI11's line naming the flag, then its "Run with --help" hint.
+"${T[@]}" --input mono.de --output o.txt --chunk-lines 0 > out.txt 2> err.txt; rc=$?
+[ $rc = 2 ] && head -1 err.txt | grep -q -- "--chunk-lines: Value 0 not in range 1" && [ ! -e o.txt ] ||
+  { cat err.txt; fail "--chunk-lines 0: exit $rc"; }
+echo "ok: --chunk-lines 0 refused: $(head -1 err.txt)"
 # A resume whose input changed since the first run: refused, the finished chunks kept.
 cp mono.de changing.de
 "${T[@]}" --input changing.de --output changing.txt --chunk-lines 4 > /dev/null 2>&1 &
