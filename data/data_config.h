@@ -67,7 +67,7 @@ struct DataConfig {
   // Training and validation shards holding at most this many MB together (ids and offsets)
   // are read whole into memory at start, and batches are then copied from memory: reading per
   // example costs four HDF5 reads, 10-20 us, which was a third of a GPU update at 12,288 tokens
-  // (bench/README). Larger corpora are read per example, so memory stays bounded. 0 = never.
+  // (`git show a23d15c^:bench/README.md`). Larger corpora are read per example, so memory stays bounded. 0 = never.
   int64_t preload_mb = 1024;
 };
 

@@ -11,7 +11,8 @@
 // mm ran 330-420 but returns bf16 only on the CPU (mm's out_dtype is CUDA-only), a rounding
 // and a pass more; oneDNN's fpmath_mode=bf16 on fp32 operands was ignored there (fp32
 // speed, bit-identical results). Measured 2026-11-25: build/bench/gemm (onednn_bf16 column) and
-// probes of oneDNN alone, bench/README.md.
+// probes of oneDNN alone (`git show a23d15c^:bench/README.md`; the current bf16 tables are
+// in bench/README.md).
 //
 // One primitive per layout (transpositions, accumulation), its dimensions given at run time
 // (onednn_matmul.cpp says why); oneDNN 2.6 runs those on its gemm:jit kernel.

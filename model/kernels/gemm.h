@@ -7,7 +7,7 @@
 // Why two: the torch wheel links MKL statically, and MKL takes slower paths on CPUs that are
 // not GenuineIntel (pytorch/builder#504); CTranslate2 uses oneDNN there for the same reason.
 // On a 2-core AMD EPYC (Zen 4), dnnl_sgemm ran the model's products 1.17-1.21x faster than
-// MKL in all (build/bench/gemm; bench/README.md). Which one wins is measured, not guessed from
+// MKL in all (build/bench/gemm; `git show a23d15c^:bench/README.md`). Which one wins is measured, not guessed from
 // the vendor: fastest_gemm_backend().
 //
 // libdnnl.so.2 is opened with RTLD_DEEPBIND: LibTorch carries its own, newer oneDNN, and a

@@ -6,7 +6,8 @@
 // cpublas::gemm, i.e. MKL's sgemm in the torch wheel. At Multi30k's lengths (10-40 pieces,
 // head dim 64) every (sentence, head) pair becomes a handful of tiny MKL calls whose
 // dispatch and packing cost far more than their arithmetic, with transposes and copies
-// around the call (bench/README.md has the side-by-side figures). Here one (sentence,
+// around the call (the side-by-side figures: `git show a23d15c^:bench/README.md`, issue 22's
+// pass). Here one (sentence,
 // head) pair is one task done in L1: scores, softmax and weighted sum through a
 // register-blocked micro-kernel, heads read from and written to the projections' own
 // [B, T, H * D] layout (no transposes or copies around the call), and a backward that

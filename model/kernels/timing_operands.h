@@ -7,7 +7,8 @@
 // At 1,536 rows and an 8k vocabulary the output layer's three products each hold a 49 MB
 // matrix (its logits, or their gradient as an input twice), and the bf16 timing a 24.5 MB bf16
 // copy of two of them beside: on a 2-core AMD EPYC Zen 4 a tiny-shape (128/256) bf16 run
-// started 69 MB above fp32's and trained with a peak RSS 13% above it (bench/README.md),
+// started 69 MB above fp32's and trained with a peak RSS 13% above it (the table before
+// bench/README.md became the current state: `git show a23d15c^:bench/README.md`),
 // with the heap never trimmed (runtime/malloc_tuning.h).
 #include <torch/torch.h>
 

@@ -2,7 +2,7 @@
 // A decoding step's candidates: per row of logits, the k best allowed tokens and their
 // log-probabilities under the whole vocabulary's normalizer, without a [rows, vocab]
 // log-softmax. On the CPU one fused kernel reads each row while it is in cache and writes
-// nothing back (bench/README.md: at beam 5 the LibTorch chain logsumexp + topk over the
+// nothing back (`git show a23d15c^:bench/README.md`: at beam 5 the LibTorch chain logsumexp + topk over the
 // step's logits cost about as much as the output projection that made them); on other
 // devices LibTorch ops run there. Either way the few numbers search needs come back to the
 // host.
