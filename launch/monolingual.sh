@@ -105,14 +105,20 @@ if [ ! -f "$mixed_raw/synthetic.$src" ]; then
 fi
 
 # The stages' configs are the recipe's, resolved with their overrides (train --print-config),
-# kept in WORK: what each stage trained with, whole.
+# kept in WORK: what each stage trained with, whole. quickstart.sh runs each with nothing of this
+# script's environment on top (EXTRA, SHARD_DIR, SEEDS, JOBS): EXTRA is the mixture's alone, and
+# the fine-tuning pass inherited its train.max_updates.
+stage() {  # stage NAME: trains and scores WORK/NAME.yaml into WORK/NAME
+  EXTRA= SHARD_DIR= SEEDS= JOBS= RUN_DIR=$work/$1 SPLIT=$split CONFIG=$work/$1.yaml \
+    bash "$root/launch/quickstart.sh" "$mixed_raw"
+}
 mixed=("data.raw_dir=$mixed_raw" "data.shard_dir=$work/shards"
        "data.train_corpora={train: ${weights[0]}, synthetic: ${weights[1]}}")
 [ -z "$tag" ] || mixed+=("data.source_tags={synthetic: \"$tag\"}")
 "$b/trainer/train" --config "$config" "${mixed[@]}" "${extra[@]}" --print-config > "$work/mixed.yaml.tmp"
 mv "$work/mixed.yaml.tmp" "$work/mixed.yaml"
 echo "== train the recipe on the parallel and synthetic corpora ($work/mixed.yaml)"
-RUN_DIR=$work/mixed SPLIT=$split CONFIG=$work/mixed.yaml bash "$root/launch/quickstart.sh" "$mixed_raw"
+stage mixed
 
 [ "$finetune_updates" -gt 0 ] || { echo "$me: done: $work/mixed"; exit 0; }
 start=$work/mixed/averaged.pt
@@ -122,5 +128,5 @@ tuned=("data.raw_dir=$mixed_raw" "data.shard_dir=$work/shards_real" "data.spm_mo
 "$b/trainer/train" --config "$config" "${tuned[@]}" "${finetune_extra[@]}" --print-config > "$work/finetune.yaml.tmp"
 mv "$work/finetune.yaml.tmp" "$work/finetune.yaml"
 echo "== fine-tune $start on the parallel corpus alone for $finetune_updates updates ($work/finetune.yaml)"
-RUN_DIR=$work/finetune SPLIT=$split CONFIG=$work/finetune.yaml bash "$root/launch/quickstart.sh" "$mixed_raw"
+stage finetune
 echo "$me: done: $work/mixed, fine-tuned in $work/finetune"

@@ -33,7 +33,10 @@ pipeline() {  # pipeline LOG VAR=VALUE...: launch/monolingual.sh on raw/, output
   local log=$1; shift
   env BUILD_DIR="$build" CONFIG=recipe.yaml MONO=mono.en WORK=work "$@" bash "$here/../launch/monolingual.sh" raw > "$log" 2>&1
 }
-bt=(MODE=bt MODEL_CONFIG=rev.yaml MODEL=rev_run/last.pt NP=2 FINETUNE_UPDATES=10 "FINETUNE_EXTRA=schedule.lr=0.001")
+# EXTRA is the mixture's (20 updates instead of the recipe's 30), and the fine-tuning pass runs
+# its own 10: EXTRA once leaked into it.
+bt=(MODE=bt MODEL_CONFIG=rev.yaml MODEL=rev_run/last.pt NP=2 FINETUNE_UPDATES=10 "FINETUNE_EXTRA=schedule.lr=0.001"
+    "EXTRA=train.max_updates=20")
 pipeline bt.log "${bt[@]}" || { tail -30 bt.log; fail "the back-translation pipeline"; }
 # What cleaning should keep, worked out here: the distinct non-empty lines (CR stripped) of no raw/*.en file.
 want=$("$python" -c '
@@ -55,6 +58,8 @@ grep -q "  finetune_from: \"$tmp/work/mixed/averaged.pt\"" work/finetune.yaml ||
 [ "$(grep -c '^BLEU = ' bt.log)" = 4 ] || { grep BLEU bt.log; fail "expected two stages scored both ways"; }
 grep -q "fine-tuning from $tmp/work/mixed/averaged.pt" work/finetune/train.log ||
   { grep -i finetun work/finetune/train.log | head -3; fail "the last pass did not start from the mixture's weights"; }
+grep -q "done: 20 updates" work/mixed/train.log || { grep done: work/mixed/train.log; fail "the mixture did not run EXTRA's 20 updates"; }
+grep -q "done: 10 updates" work/finetune/train.log || { grep done: work/finetune/train.log; fail "the fine-tuning did not run its 10 updates"; }
 echo "ok: bt pipeline: $want of 402 lines kept, translated on 2 ranks, tagged, trained, fine-tuned, both scored on val"
 
 synth_sum=$(sha256sum < work/synthetic.de)
