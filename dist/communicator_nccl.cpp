@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 #include <mpi.h>
 #include <nccl.h>
+#include <dlfcn.h>  // dladdr: which libnccl the process loaded
 #include <errno.h>  // program_invocation_short_name
 #include <unistd.h>
 
@@ -35,6 +36,10 @@
 
 namespace nmt::dist {
 namespace {
+
+// NCCL_VERSION_CODE of the first NCCL that lets ranks share a GPU (NCCL_MULTI_RANK_GPU_ENABLE).
+constexpr int kNcclSharedGpuVersion = 23000;
+
 
 void check_nccl(ncclResult_t rc, const char* what) {
   if (rc != ncclSuccess) throw DistError(std::string("NCCL ") + what + " failed: " + ncclGetErrorString(rc));
@@ -72,9 +77,9 @@ class NcclMonitor {
  public:
   using Clock = std::chrono::steady_clock;
   NcclMonitor(ncclComm_t comm, torch::Device device, double timeout_s, const ProcessGroup& group,
-              const Watchdog& names)
+              Watchdog& watchdog)
       : comm_(comm), device_(device), timeout_s_(timeout_s), group_(group), rank_(group.rank()),
-        host_(names.host(group.rank())) {
+        host_(watchdog.host(group.rank())), watchdog_(watchdog) {
     thread_ = std::thread([this] { loop(); });
   }
   ~NcclMonitor() {
@@ -116,10 +121,9 @@ class NcclMonitor {
       if (!in_flight_.empty()) {
         const InFlight& f = in_flight_.front();
         const double waited = std::chrono::duration<double>(Clock::now() - f.start).count();
-        if (waited > timeout_s_)
-          fail(fmt::format("collective {} #{} during {} did not complete within dist.timeout_s = {:g} s (waited {:.1f} s) "
-                           "on rank {} (host {}, pid {}): a peer is dead, hung or unreachable",
-                           f.op, f.seq, f.phase, timeout_s_, waited, rank_, host_, getpid()));
+        // The survivors ask each other over MPI who is missing (dist/watchdog.h), so the
+        // message names the dead or hung rank, not only this one.
+        if (waited > timeout_s_) fail(watchdog_.stall_report(f.op, f.seq, f.phase, waited));
       }
     }
   }
@@ -138,6 +142,7 @@ class NcclMonitor {
   const ProcessGroup& group_;
   int rank_;
   std::string host_;
+  Watchdog& watchdog_;  // the communicator's: names the peers after a timeout
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<InFlight> in_flight_;
@@ -268,6 +273,23 @@ class NcclCommunicator : public Communicator {
   std::unique_ptr<NcclMonitor> monitor_;
 };
 
+// NCCL before 2.30 ignores NCCL_MULTI_RANK_GPU_ENABLE and ends the job half-way through
+// ncclCommInitRank with its own "Duplicate GPU detected": refused here instead, naming the
+// library this process loaded (the torch wheel's, unless the pinned one comes first).
+void require_shared_gpu_support() {
+  int v = 0;
+  ncclGetVersion(&v);
+  if (v >= kNcclSharedGpuVersion) return;
+  Dl_info where{};
+  const std::string path = dladdr(reinterpret_cast<void*>(&ncclGetVersion), &where) && where.dli_fname
+                               ? where.dli_fname : "an unknown path";
+  throw DistSetupError(fmt::format(
+      "dist.shared_gpu=allow needs NCCL 2.30 or later (NCCL_MULTI_RANK_GPU_ENABLE), but this process loaded NCCL "
+      "{}.{}.{} from {}: put the pinned NCCL (NCCL_VERSION in launch/versions.env; a bundle's env.sh does) first on "
+      "LD_LIBRARY_PATH, or give every rank a GPU of its own",
+      v / 10000, v / 100 % 100, v % 100, path));
+}
+
 }  // namespace
 
 std::unique_ptr<Communicator> make_nccl_communicator(const ProcessGroup& group, const torch::Device& device,
@@ -275,6 +297,7 @@ std::unique_ptr<Communicator> make_nccl_communicator(const ProcessGroup& group, 
   if (!device.is_cuda())
     throw DistSetupError("dist.backend=nccl reduces CUDA tensors, but training runs on " + device.str() +
                          " (use dist.backend=mpi or auto)");
+  if (shared_gpu) require_shared_gpu_support();
   return std::make_unique<NcclCommunicator>(group, device, timeout_s, shared_gpu);
 }
 

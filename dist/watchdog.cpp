@@ -145,14 +145,13 @@ void Watchdog::wait(const std::string& op, const std::function<bool()>& done) {
   throw CollectiveTimeout(message);
 }
 
-std::string Watchdog::arrival_report(const std::string& op, double waited_s) {
-  const int64_t seq = sequence_;
+std::string Watchdog::stall_report(const std::string& op, int64_t seq, const std::string& phase, double waited_s) {
   const double grace = grace_s(timeout_s_);
   const Arrivals arrivals = exchange_notices(notice_comm_, rank_, world_, seq, grace);
   std::string msg = fmt::format(
       "collective {} #{} during {} did not complete within dist.timeout_s = {:g} s (waited {:.1f} s) on rank {} "
       "(host {}, pid {})",
-      op, seq, phase_, timeout_s_, waited_s, rank_, hosts_[static_cast<size_t>(rank_)], getpid());
+      op, seq, phase, timeout_s_, waited_s, rank_, hosts_[static_cast<size_t>(rank_)], getpid());
   msg += describe_peers(arrivals, rank_, seq, hosts_, grace);
   // Leave the notices in flight: MPI may never complete them now. One survivor speaks
   // first (the lowest-ranked that heard the others); the rest give it time to end the

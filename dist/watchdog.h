@@ -49,10 +49,18 @@ class Watchdog {
   // arrival exchange compares it across ranks.
   int64_t next_sequence() { return ++sequence_; }
 
+  // The message of a collective that another thread followed and found stalled (the NCCL
+  // backend's monitor): the same exchange with the peers as wait()'s timeout, so the
+  // message names the ranks that did not arrive. Collective #seq ran during `phase`. Called
+  // off the thread that initialised MPI, it needs MPI_THREAD_MULTIPLE (ProcessGroup asks for it).
+  std::string stall_report(const std::string& op, int64_t seq, const std::string& phase, double waited_s);
+
  private:
   // After a timeout: which peers are also waiting (and in which collective), heard within
   // the grace window. Returns the message.
-  std::string arrival_report(const std::string& op, double waited_s);
+  std::string arrival_report(const std::string& op, double waited_s) {
+    return stall_report(op, sequence_, phase_, waited_s);
+  }
 
   double timeout_s_;
   MPI_Comm notice_comm_ = MPI_COMM_NULL;  // private: notices never match other traffic
