@@ -10,6 +10,8 @@
 #               (38 MB, opened only for CPU products): there the CPU path multiplies with MKL
 #               (train.gemm auto picks MKL, and train.precision=bf16 on a CPU is refused);
 #   ompi/, pmix/  Open MPI's and PMIx's trees (mpirun, orted, plugins, help texts), relocated;
+#   lib/libnccl.so.2  only with NMTRAIN_NCCL_LIB (launch/build_nccl.sh's output, the NCCL pinned
+#               in versions.env): loaded instead of the torch wheel's, for dist.shared_gpu=allow;
 #   env.sh      `source DIR/env.sh` on the target: finds torch through python3 (or
 #               $NMTRAIN_PYTHON), refuses another torch version, and sets LD_LIBRARY_PATH,
 #               OPAL_PREFIX, PATH, NMTRAIN_BUILD and NMTRAIN_VENV for the scripts (gpu_check.sh,
@@ -45,6 +47,10 @@ elif [ ! -d "$given_build" ]; then
   echo "bundle.sh: NMTRAIN_BUILD=$given_build is not a directory (unset it to build this checkout)" >&2; exit 2
 fi
 build=$NMTRAIN_BUILD
+nccl_lib=${NMTRAIN_NCCL_LIB:-}
+if [ -n "$nccl_lib" ] && [ ! -f "$nccl_lib/libnccl.so.2" ]; then
+  echo "bundle.sh: NMTRAIN_NCCL_LIB=$nccl_lib has no libnccl.so.2 (launch/build_nccl.sh prints the directory to give)" >&2; exit 2
+fi
 # shellcheck source=versions.env
 source "$root/launch/versions.env"
 executables=(trainer/train trainer/average eval/evaluate eval/translate data/preprocess tests/nmt_tests bench/gemm)
@@ -80,6 +86,9 @@ mpi_plugins=("$ompi_plugins"/*.so "$pmix_root"/lib/pmix/*.so)
 for f in $(needed "${executables[@]/#/$build/}" "${mpi_plugins[@]}" /usr/bin/orted /usr/bin/orterun); do
   strip --strip-unneeded -o "$tmp/lib/$(basename "$f")" "$f"
 done
+# The pinned NCCL, first on LD_LIBRARY_PATH (env.sh): our executables name libnccl.so.2
+# themselves, so it is loaded before libtorch_cuda asks for its own by the same name.
+[ -z "$nccl_lib" ] || cp -L "$nccl_lib/libnccl.so.2" "$tmp/lib/libnccl.so.2"
 # Open MPI relocated under OPAL_PREFIX: its compiled-in layout below the prefix (/usr), kept.
 cp /usr/bin/orted /usr/bin/orterun "$tmp/ompi/bin/"
 ln -s orterun "$tmp/ompi/bin/mpirun"

@@ -64,8 +64,20 @@ for b in /no/such/build "$tmp/precious"; do
   out=$(NMTRAIN_BUILD=$b bash "$root/launch/bundle.sh" "$tmp/fromb" 2>&1); rc=$?
   [ $rc = 2 ] && [[ $out == "bundle.sh: NMTRAIN_BUILD=$b "* ]] && [ ! -e "$tmp/fromb" ] || fail "NMTRAIN_BUILD=$b: exit $rc: $out"
 done
-# An earlier bundle's archive alone (its directory removed) is replaced.
+# NMTRAIN_NCCL_LIB without a libnccl.so.2: refused, exit 2, nothing written.
+out=$(NMTRAIN_NCCL_LIB=$tmp/precious bash "$root/launch/bundle.sh" "$tmp/fromn" 2>&1); rc=$?
+[ $rc = 2 ] && [[ $out == "bundle.sh: NMTRAIN_NCCL_LIB=$tmp/precious has no libnccl.so.2"* ]] && [ ! -e "$tmp/fromn" ] ||
+  fail "NMTRAIN_NCCL_LIB without the library: exit $rc: $out"
+# An earlier bundle's archive alone (its directory removed) is replaced. This one carries an
+# NCCL of its own (launch/build_nccl.sh's, here the wheel's copy): with env.sh sourced, the
+# executables load it from the bundle, not from torch's wheel.
 mkdir "$tmp/re" && tar -C "$tmp/re" -xzf "$tmp/bundle.tar.gz" \
   && mv "$tmp/re/bundle" "$tmp/re/again" && tar -C "$tmp/re" -czf "$tmp/again.tar.gz" again && rm -rf "$tmp/re"
-bash "$root/launch/bundle.sh" "$tmp/again" > "$tmp/again.log" 2>&1 || { cat "$tmp/again.log"; fail "bundle.sh refused its own archive"; }
+nccl=$("$python" -c 'import os, nvidia.nccl as n; print(os.path.join(list(n.__path__)[0], "lib"))') || fail "no nvidia.nccl in $python"
+NMTRAIN_NCCL_LIB=$nccl bash "$root/launch/bundle.sh" "$tmp/again" > "$tmp/again.log" 2>&1 || { cat "$tmp/again.log"; fail "bundle.sh refused its own archive"; }
+got=$(NMTRAIN_PYTHON=$python bash -c "source $tmp/again/env.sh && ldd \$NMTRAIN_BUILD/trainer/train" | awk '$1 == "libnccl.so.2" {print $3}')
+if ldd "$NMTRAIN_BUILD/trainer/train" | grep -q libnccl; then  # a build with the NCCL backend
+  [ "$got" = "$tmp/again/lib/libnccl.so.2" ] || fail "with NMTRAIN_NCCL_LIB the trainer loads libnccl.so.2 from '$got', not the bundle"
+  echo "ok: a bundle's own NCCL is the one its executables load"
+fi
 echo "bundle_job: ok"

@@ -122,8 +122,27 @@ out=$(BUILD_DIR=/dev/null/build NMTRAIN_BUILD="$root/build" RUN_DIR=/no/such/run
 [ $rc = 1 ] && [[ $out == *"quickstart.sh: error: launch/build.sh failed (exit "* ]] && [[ $out != *"== preprocess"* ]] ||
   fail "quickstart with a failing build: exit $rc: $out"
 rm -r "$scratch/raw"
+# build_nccl.sh refuses, before building anything, what is not the pinned NCCL's source.
+mkdir -p "$scratch/old/makefiles" "$scratch/notnccl"
+printf 'NCCL_MAJOR   := 2\nNCCL_MINOR   := 29\nNCCL_PATCH   := 7\n' > "$scratch/old/makefiles/version.mk"
+echo "not a tarball" > "$scratch/bad.tar.gz"
+pinned=$(sed -n 's/^NCCL_VERSION=//p' "$root/launch/versions.env")
+for case in "/no/such/src|SOURCE '/no/such/src' is neither a directory nor a file" \
+            "$scratch/notnccl|SOURCE '$scratch/notnccl' has no makefiles/version.mk: not NCCL's source" \
+            "$scratch/bad.tar.gz|SOURCE '$scratch/bad.tar.gz' is not a .tar.gz of NCCL's source" \
+            "$scratch/old|SOURCE is NCCL 2.29.7, but launch/versions.env pins NCCL_VERSION=$pinned"; do
+  rc=0; out=$(NMTRAIN_CACHE=$scratch/cache bash "$root/launch/build_nccl.sh" "${case%%|*}" 2>&1) || rc=$?
+  [ $rc = 2 ] && [ "$out" = "build_nccl.sh: error: ${case#*|}" ] || fail "build_nccl.sh ${case%%|*}: exit $rc: $out"
+done
+for bad in "NCCL_ARCHS=9x|NCCL_ARCHS: '9x' is not a compute capability such as 80, 90 or 90a" \
+           "CUDA_HOME=/no/cuda|no nvcc at /no/cuda/bin/nvcc (set CUDA_HOME to the CUDA toolkit)"; do
+  rc=0; out=$(env "${bad%%|*}" NMTRAIN_CACHE="$scratch/cache" bash "$root/launch/build_nccl.sh" "$scratch/old" 2>&1) || rc=$?
+  [ $rc = 2 ] && [ "$out" = "build_nccl.sh: error: ${bad#*|}" ] || fail "build_nccl.sh ${bad%%|*}: exit $rc: $out"
+done
+[ ! -e "$scratch/cache" ] || fail "build_nccl.sh wrote its cache while refusing"
+rm -r "$scratch/old" "$scratch/notnccl" "$scratch/bad.tar.gz"
 # -h / --help print the script's header and do nothing else (no install, no build, no run).
-for s in quickstart.sh build.sh setup.sh run_tests.sh bundle.sh mpirun_train.sh multinode_train.sh supervise.sh gpu_check.sh slurm_train.sbatch; do
+for s in quickstart.sh build.sh setup.sh run_tests.sh bundle.sh build_nccl.sh mpirun_train.sh multinode_train.sh supervise.sh gpu_check.sh slurm_train.sbatch; do
   rc=0
   out=$(cd "$scratch" && RUN_DIR=/no/such/run bash "$root/launch/$s" --help 2>&1) || rc=$?
   first=$(sed -n '2s/^# \{0,1\}//p' "$root/launch/$s")  # the header's first line, and nothing else printed
