@@ -6,6 +6,9 @@
 # --logs DIR keeps each check's log there (default: a temporary directory, removed).
 # Exit 0 when every check passed. GPU_CHECK_DEVICE=cpu rehearses the script on a machine
 # without a GPU: checks that need one are then SKIP, the others run on the CPU.
+# The np<N>_ checks run N ranks on the one GPU (GPU_CHECK_RANKS, default "2 4"; "" for none):
+# dist.shared_gpu=allow, which needs the NCCL of launch/build_nccl.sh loaded (a bundle made
+# with NMTRAIN_NCCL_LIB); their rehearsal on a CPU uses the MPI backend.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=launch/common.sh
@@ -40,14 +43,14 @@ export OMPI_MCA_ess_singleton_isolated=1  # one process needs no orted
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
 gpu=(train.device="$device" train.threads=4)
 
-# check NAME TIMEOUT_S: runs the function NAME in a process of its own (this script with --one,
-# under errexit) that `timeout` ends with everything it started; its last line is the table's
-# detail. A function exits 77 to SKIP.
+# check NAME TIMEOUT_S [FUNCTION]: runs FUNCTION (default NAME) in a process of its own (this
+# script with --one, under errexit) that `timeout` ends with everything it started; its last
+# line is the table's detail. A function exits 77 to SKIP.
 names=() verdicts=() seconds=() details=()
 check() {
-  local name=$1 limit=$2 t0 rc
+  local name=$1 limit=$2 fn=${3:-$1} t0 rc
   t0=$(date +%s%N)
-  GPU_CHECK_WORK=$work timeout -k 10 "$limit" bash "$root/launch/gpu_check.sh" --one "$name" > "$name.log" 2>&1
+  GPU_CHECK_WORK=$work timeout -k 10 "$limit" bash "$root/launch/gpu_check.sh" --one "$fn" > "$name.log" 2>&1
   rc=$?
   local verdict=PASS
   [ $rc = 77 ] && verdict=SKIP
@@ -104,20 +107,24 @@ print(f"update 1 loss {g['loss']:.6f} (cpu {c['loss']:.6f}), grad norm rel diff 
 PY
 }
 
-# Each precision trains: the loss of the last 10 updates is below that of the first 10.
-precisions() {
-  local p out=()
-  for p in fp32 bf16 fp16; do
-    [ "$device" = cpu ] && [ "$p" != fp32 ] && continue
-    train train.precision=$p train.save_dir=p_$p > p_$p.log 2>&1 || { tail -5 p_$p.log; return 1; }
-    out+=("$("$python" - p_$p/metrics.jsonl "$p" <<'PY'
+# loss_falls RUN_DIR NAME: the loss of the last 10 updates is below 0.8 x the first 10's.
+loss_falls() {
+  "$python" - "$1/metrics.jsonl" "$2" <<'PY'
 import json, sys
 r = [json.loads(l)["loss"] for l in open(sys.argv[1]) if '"train"' in l]
 early, late = sum(r[:10]) / 10, sum(r[-10:]) / 10
 assert late < 0.8 * early, f"{sys.argv[2]}: loss {early:.3f} -> {late:.3f}"
 print(f"{sys.argv[2]} {early:.2f}->{late:.2f}")
 PY
-)") || return 1
+}
+
+# Each precision trains: the loss falls (loss_falls).
+precisions() {
+  local p out=()
+  for p in fp32 bf16 fp16; do
+    [ "$device" = cpu ] && [ "$p" != fp32 ] && continue
+    train train.precision=$p train.save_dir=p_$p > p_$p.log 2>&1 || { tail -5 p_$p.log; return 1; }
+    out+=("$(loss_falls p_$p $p)") || return 1
   done
   echo "loss of updates 1-10 -> 51-60: ${out[*]}"
 }
@@ -221,6 +228,9 @@ shared_gpu_refused() {
   echo "exit $rc: $(grep -m1 -o 'error: dist.backend=nccl needs.*' two.log | cut -c1-110)"
 }
 
+# shellcheck source=launch/gpu_check_ranks.sh
+source "$root/launch/gpu_check_ranks.sh"  # the checks of several ranks sharing the GPU
+
 if [ -n "$one" ]; then
   cd "$GPU_CHECK_WORK" || exit 1
   set -e
@@ -249,6 +259,20 @@ check resume_exact 240
 check torch_load 60
 check decode_vs_cpu 120
 check shared_gpu_refused 60
+# Several ranks on the one GPU (dist.shared_gpu=allow): GPU_CHECK_RANKS, default 2 and 4.
+for n in ${GPU_CHECK_RANKS:-2 4}; do
+  export GPU_CHECK_NP=$n
+  check "np${n}_equals_np1" 240 ranks_equal_one
+  check "np${n}_sums_vs_mpi" 120 sums_vs_mpi
+  check "np${n}_overlap" 180 overlap_profile
+  check "np${n}_watchdog" 90 watchdog_stop
+  check "np${n}_sigterm_resume" 180 ranks_sigterm_resume
+  check "np${n}_precisions" 180 ranks_precisions
+done
+for n in 1 ${GPU_CHECK_RANKS:-2 4}; do
+  export GPU_CHECK_NP=$n
+  check "update_time_np$n" 120 update_time
+done
 
 failed=0
 printf '\n| check | result | s | detail |\n| --- | --- | --- | --- |\n'

@@ -131,14 +131,22 @@ TEST(Reducer, SumsOverRanksAndStartsDuringBackward) {
   }
 }
 
+// The NCCL backend's config for this job: where more ranks run on this host than it has GPUs
+// (launch/gpu_check.sh's ranks sharing one GPU), dist.shared_gpu=allow, which needs NCCL 2.30.
+DistConfig nccl_config(const ProcessGroup& g) {
+  DistConfig c;
+  c.backend = Backend::kNccl;
+  if (g.local_size() > static_cast<int>(torch::cuda::device_count())) c.shared_gpu = SharedGpu::kAllow;
+  return c;
+}
+
 TEST(NcclBackend, AllReduceOnGpu) {
   if (!nccl_compiled()) GTEST_SKIP() << "built without NMTRAIN_WITH_CUDA";
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device on this machine: NCCL backend compiled, not run";
-  DistConfig c;
-  c.backend = Backend::kNccl;
   const auto& g = nmt::testing::process_group();
-  auto comm = make_communicator(c, g, torch::Device(torch::kCUDA, g.local_rank() % torch::cuda::device_count()));
-  auto t = torch::full({1000}, static_cast<float>(g.rank() + 1), torch::Device(torch::kCUDA, g.local_rank()));
+  const torch::Device gpu(torch::kCUDA, g.local_rank() % torch::cuda::device_count());
+  auto comm = make_communicator(nccl_config(g), g, gpu);
+  auto t = torch::full({1000}, static_cast<float>(g.rank() + 1), gpu);
   comm->all_reduce_sum(t)->wait();
   const int w = g.world_size();
   EXPECT_TRUE(t.cpu().equal(torch::full({1000}, static_cast<float>(w * (w + 1) / 2))));
@@ -150,11 +158,9 @@ TEST(NcclBackend, AllReduceOnGpu) {
 TEST(NcclBackend, EveryCollectiveInEveryDtype) {
   if (!nccl_compiled()) GTEST_SKIP() << "built without NMTRAIN_WITH_CUDA";
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device on this machine: NCCL backend compiled, not run";
-  DistConfig c;
-  c.backend = Backend::kNccl;
   const auto& g = nmt::testing::process_group();
   const torch::Device gpu(torch::kCUDA, g.local_rank() % torch::cuda::device_count());
-  auto comm = make_communicator(c, g, gpu);
+  auto comm = make_communicator(nccl_config(g), g, gpu);
   const int w = g.world_size();
   for (auto dtype : {torch::kFloat32, torch::kFloat64, torch::kBFloat16, torch::kHalf}) {
     const auto on_gpu = torch::TensorOptions().device(gpu).dtype(dtype);
@@ -174,6 +180,45 @@ TEST(NcclBackend, EveryCollectiveInEveryDtype) {
   for (int r = 0; r < w; ++r) EXPECT_EQ(gathered[static_cast<size_t>(r)], "rank " + std::to_string(r));
   EXPECT_DOUBLE_EQ(comm->all_reduce_sum(1.5), 1.5 * w);
   EXPECT_DOUBLE_EQ(comm->all_reduce_max(static_cast<double>(g.rank())), w - 1.0);
+}
+
+// Random values, every rank its own: NCCL's sums on the GPU against the MPI backend's of the
+// same values on the CPU (independent code: MPI_Iallreduce, our 16-bit sums), in every dtype;
+// and the 16-bit sums against the fp32 sum of the same inputs within recursive summation's
+// bound, (w - 1) u sum|x| plus the final rounding u |sum| (u = 2^-8 bf16, 2^-11 fp16).
+// At w = 2 each sum is one addition, so the backends must agree bit for bit.
+TEST(NcclBackend, SumsMatchTheMpiBackendAndSixteenBitBounds) {
+  if (!nccl_compiled()) GTEST_SKIP() << "built without NMTRAIN_WITH_CUDA";
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device on this machine: NCCL backend compiled, not run";
+  const auto& g = nmt::testing::process_group();
+  const int w = g.world_size();
+  if (w == 1) GTEST_SKIP() << "one rank sums nothing: launch/gpu_check.sh runs it at -np 2 and 4";
+  const torch::Device gpu(torch::kCUDA, g.local_rank() % torch::cuda::device_count());
+  auto nccl = make_communicator(nccl_config(g), g, gpu);
+  auto cpu = mpi();
+  for (auto dtype : {torch::kFloat32, torch::kFloat64, torch::kBFloat16, torch::kHalf}) {
+    auto gen = torch::make_generator<at::CPUGeneratorImpl>(1000 + g.rank());
+    const auto mine = torch::randn({100003}, gen, torch::kFloat32).mul(10).to(dtype);
+    auto on_gpu = mine.to(gpu), on_cpu = mine.clone();
+    nccl->all_reduce_sum(on_gpu)->wait();
+    cpu->all_reduce_sum(on_cpu)->wait();
+    const auto got = on_gpu.cpu();
+    if (w == 2) {
+      EXPECT_TRUE(got.equal(on_cpu)) << dtype << ": NCCL and MPI sums differ";
+    } else {
+      EXPECT_TRUE(torch::allclose(got.to(torch::kFloat64), on_cpu.to(torch::kFloat64), 2e-2, 1e-1)) << dtype;
+    }
+    if (dtype != torch::kBFloat16 && dtype != torch::kHalf) continue;
+    auto wide = mine.to(torch::kFloat32).to(gpu), magnitude = wide.abs();
+    nccl->all_reduce_sum(wide)->wait();
+    nccl->all_reduce_sum(magnitude)->wait();
+    const double u = dtype == torch::kBFloat16 ? 1.0 / 256 : 1.0 / 2048;
+    const auto bound = magnitude.cpu().mul((w - 1) * u).add(wide.cpu().abs().mul(u)).add(1e-6);
+    const auto err = (got.to(torch::kFloat32) - wide.cpu()).abs();
+    EXPECT_TRUE(err.le(bound).all().item<bool>())
+        << dtype << ": 16-bit sum off the fp32 sum by " << err.max().item<float>() << ", bound there "
+        << bound[err.argmax()].item<float>();
+  }
 }
 
 // A communicator that claims a world of two but forwards every call to a real one of one:

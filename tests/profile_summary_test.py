@@ -6,7 +6,10 @@
 1. A trace whose figures are counted by hand: nested CPU operators on two threads (self
    time = own time minus children's), overlapping GPU kernels (busy time counts the overlap
    once), CUDA runtime calls and copies; --updates 2 halves every per-update figure.
-2. Refusals: a missing file, a file that is not JSON, JSON with no traceEvents, an event
+2. Collectives: NCCL kernels against backward's kernels (launched inside an autograd
+   evaluate_function operator, matched by correlation id), overlap counted by hand; a trace
+   without NCCL has none.
+3. Refusals: a missing file, a file that is not JSON, JSON with no traceEvents, an event
    without ts: exit 2 and one line naming the file.
 """
 import json
@@ -79,6 +82,33 @@ with tempfile.TemporaryDirectory() as tmp:
     check("the table: one row per section with --top 1",
           r.returncode == 0 and "k2" not in r.stdout and "k1" in r.stdout
           and "cudaStreamSynchronize" not in r.stdout)
+
+    check("no NCCL kernel: no collectives figures", s["collectives"] is None)
+
+    # Thread 1 runs backward op [100,200) and launches kernels b1 (corr 1) at 110 and n1
+    # (NCCL, corr 2) at 120 inside it, then f1 (corr 3) at 250 outside it. On the GPU: b1
+    # [300,400), n1 [350,450) on another stream, f1 [420,500), n2 (NCCL, corr 4, launched at
+    # 260 outside backward) [600,650). NCCL busy 100 + 50 = 150 us; during backward: n1's
+    # overlap with b1, [350,400) = 50 us (f1 is not backward's, n2 overlaps nothing).
+    def k(name, ts, dur, corr):
+        return {**ev("kernel", name, ts, dur, tid=9), "args": {"correlation": corr}}
+
+    def launch(ts, corr):
+        return {**ev("cuda_runtime", "cudaLaunchKernel", ts, 2), "args": {"correlation": corr}}
+
+    overlap = {"traceEvents": [
+        ev("cpu_op", "autograd::engine::evaluate_function: AddmmBackward0", 100, 100),
+        launch(110, 1), launch(120, 2), launch(250, 3), launch(260, 4),
+        k("gemm_bwd", 300, 100, 1), k("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 350, 100, 2),
+        k("elementwise_fwd", 420, 80, 3), k("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 600, 50, 4)]}
+    (tmp / "overlap.json").write_text(json.dumps(overlap))
+    r = run(tmp / "overlap.json", "--updates", 2, "--json")
+    c = json.loads(r.stdout)["collectives"] if r.returncode == 0 else None
+    check("collectives: 2 NCCL kernels (1 per update), busy 150 us, 50 us of it during backward's 1 kernel",
+          c is not None and c["kernels"] == 2 and c["kernels_per_update"] == 1.0 and abs(c["busy_ms"] - 0.15) < 1e-9
+          and c["backward_kernels"] == 1 and abs(c["during_backward_ms"] - 0.05) < 1e-9)
+    r = run(tmp / "overlap.json")
+    check("the table names the NCCL figures", r.returncode == 0 and "0.05 ms of it while backward's 1 kernels ran" in r.stdout)
 
     (tmp / "text.json").write_text("not json at all")
     (tmp / "list.json").write_text("[1, 2]")

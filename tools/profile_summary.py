@@ -13,7 +13,10 @@ Sections:
 - CUDA runtime calls: the top K by count (cudaLaunchKernel per update is the launch load;
   cudaStreamSynchronize / cudaMemcpy are the host's waits on the GPU);
 - CPU operators: the top K by self time (an operator's time minus its children's on the
-  same thread), with their total (inclusive) time.
+  same thread), with their total (inclusive) time;
+- collectives (on a GPU, where NCCL ran): NCCL's kernels, their busy time, and how much of it
+  ran at the same time as backward's kernels (those launched inside an autograd
+  "evaluate_function" operator): the gradient all-reduce overlapping backward.
 --json prints the same figures as one JSON object (times in milliseconds).
 Exit 2, one message naming the file, when TRACE is missing or is not such a trace."""
 import argparse
@@ -43,7 +46,9 @@ def load_events(path):
             continue  # metadata, flow arrows, instants
         try:
             ts, dur = float(e["ts"]), float(e.get("dur", 0.0))
-            events.append((str(e.get("cat", "")), str(e["name"]), ts, dur, (e.get("pid"), e.get("tid"))))
+            args = e.get("args") if isinstance(e.get("args"), dict) else {}
+            events.append((str(e.get("cat", "")), str(e["name"]), ts, dur, (e.get("pid"), e.get("tid")),
+                           args.get("correlation")))
         except (KeyError, TypeError, ValueError):
             raise TraceError(f"{path}: traceEvents[{i}]: a complete event ('ph': 'X') needs name, ts and dur")
         if not (math.isfinite(ts) and math.isfinite(dur) and dur >= 0):
@@ -95,6 +100,54 @@ def close(frame, stats):
     stats[frame[1]][1] += max(frame[2], 0.0)
 
 
+def intersection_length(a, b):
+    """Length of the overlap of two sets of [start, end) intervals, each set's overlaps merged."""
+    def merged(intervals):
+        out = []
+        for s, e in sorted(intervals):
+            if out and s <= out[-1][1]:
+                out[-1][1] = max(out[-1][1], e)
+            else:
+                out.append([s, e])
+        return out
+    a, b = merged(a), merged(b)
+    i = j = 0
+    total = 0.0
+    while i < len(a) and j < len(b):
+        total += max(0.0, min(a[i][1], b[j][1]) - max(a[i][0], b[j][0]))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return total
+
+
+BACKWARD_OP = "autograd::engine::evaluate_function:"
+
+
+def collectives(events, kernels, per):
+    """NCCL's kernels and their time concurrent with backward's kernels, or None without NCCL."""
+    nccl = [e for e in kernels if e[1].startswith("nccl")]
+    if not nccl:
+        return None
+    # Backward's kernels: launched (runtime call, same correlation id) inside an autograd
+    # evaluate_function operator on the launching thread.
+    backward_ranges = collections.defaultdict(list)
+    for cat, name, ts, dur, thread, _ in events:
+        if cat == "cpu_op" and name.startswith(BACKWARD_OP):
+            backward_ranges[thread].append((ts, ts + dur))
+    launched_in_backward = set()
+    for cat, _, ts, _, thread, corr in events:
+        if cat in ("cuda_runtime", "cuda_driver") and corr is not None:
+            if any(s <= ts <= e for s, e in backward_ranges.get(thread, ())):
+                launched_in_backward.add(corr)
+    backward = [(e[2], e[2] + e[3]) for e in kernels if e[5] in launched_in_backward and not e[1].startswith("nccl")]
+    spans = [(e[2], e[2] + e[3]) for e in nccl]
+    ms = 1e-3
+    return {"kernels": len(nccl), "kernels_per_update": len(nccl) * per, "busy_ms": union_length(spans) * ms,
+            "backward_kernels": len(backward), "during_backward_ms": intersection_length(spans, backward) * ms}
+
+
 def summarize(events, updates, top):
     ms = 1e-3
     per = 1.0 / updates
@@ -102,15 +155,15 @@ def summarize(events, updates, top):
     end = max((e[2] + e[3] for e in events), default=0.0)
     kernels = [e for e in events if e[0] == "kernel"]
     kernel_stats = collections.defaultdict(lambda: [0, 0.0])
-    for _, name, _, dur, _ in kernels:
+    for _, name, _, dur, _, _ in kernels:
         kernel_stats[name][0] += 1
         kernel_stats[name][1] += dur
     runtime_stats = collections.defaultdict(lambda: [0, 0.0])
-    for cat, name, _, dur, _ in events:
+    for cat, name, _, dur, _, _ in events:
         if cat in ("cuda_runtime", "cuda_driver"):
             runtime_stats[name][0] += 1
             runtime_stats[name][1] += dur
-    ops = self_times([(n, ts, dur, th) for cat, n, ts, dur, th in events if cat == "cpu_op"])
+    ops = self_times([(n, ts, dur, th) for cat, n, ts, dur, th, _ in events if cat == "cpu_op"])
     busy = union_length([(e[2], e[2] + e[3]) for e in kernels])
     span = end - start
     return {
@@ -130,6 +183,7 @@ def summarize(events, updates, top):
                          for n, (c, t) in sorted(runtime_stats.items(), key=lambda kv: -kv[1][0])[:top]],
         "cpu_ops": [{"name": n, "per_update": c * per, "self_ms": s * ms, "total_ms": t * ms}
                     for n, (c, s, t) in sorted(ops.items(), key=lambda kv: -kv[1][1])[:top]],
+        "collectives": collectives(events, kernels, per),
     }
 
 
@@ -146,6 +200,10 @@ def print_table(s):
         print(f"\nCUDA runtime calls\n{'per update':>10} {'total ms':>10}  call")
         for r in s["cuda_runtime"]:
             print(f"{r['per_update']:10.1f} {r['total_ms']:10.2f}  {r['name']}")
+    c = s["collectives"]
+    if c:
+        print(f"\nNCCL: {c['kernels_per_update']:.1f} kernels per update, busy {c['busy_ms']:.2f} ms in all, "
+              f"{c['during_backward_ms']:.2f} ms of it while backward's {c['backward_kernels']} kernels ran")
     print(f"\nCPU operators by self time\n{'self ms':>10} {'total ms':>10} {'per update':>10}  operator")
     for o in s["cpu_ops"]:
         print(f"{o['self_ms']:10.2f} {o['total_ms']:10.2f} {o['per_update']:10.1f}  {o['name'][:100]}")
