@@ -178,7 +178,7 @@ out=$(GPU_CHECK_DEVICE=tpu bash "$root/launch/gpu_check.sh" 2>&1) && fail "gpu_c
 [[ $out == "gpu_check.sh: GPU_CHECK_DEVICE='tpu' is not cuda or cpu" ]] || fail "gpu_check device: $out"
 out=$(NMTRAIN_BUILD=/no/such/build bash "$root/launch/gpu_check.sh" 2>&1) && fail "gpu_check: missing build accepted"
 [[ $out == "gpu_check.sh: no build directory /no/such/build (set NMTRAIN_BUILD, or source a bundle's env.sh)" ]] || fail "gpu_check build: $out"
-for s in launch/{quickstart,setup,build,run_tests,supervise,bundle,gpu_check,common}.sh bench/gpu_compare.sh bench/members_at_once.sh tests/runners/gpu_smoke.sh tests/cluster/netns_{cluster,rsh}.sh; do
+for s in launch/{quickstart,setup,build,run_tests,supervise,bundle,build_nccl,gpu_check,gpu_check_ranks,common}.sh bench/gpu_compare.sh bench/members_at_once.sh tests/runners/gpu_smoke.sh tests/cluster/netns_{cluster,rsh}.sh; do
   bash -n "$root/$s" || fail "syntax: $s"
 done
 echo "launch dry runs: passed"
