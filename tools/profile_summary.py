@@ -125,22 +125,24 @@ def intersection_length(a, b):
 BACKWARD_OP = "autograd::engine::evaluate_function:"
 
 
+def backward_launches(events):
+    """Correlation ids of the runtime calls (kernel launches) made inside an autograd
+    evaluate_function operator on the same thread: backward's kernels."""
+    backward_ranges = collections.defaultdict(list)
+    for cat, name, ts, dur, thread, _ in events:
+        if cat == "cpu_op" and name.startswith(BACKWARD_OP):
+            backward_ranges[thread].append((ts, ts + dur))
+    return {corr for cat, _, ts, _, thread, corr in events
+            if cat in ("cuda_runtime", "cuda_driver") and corr is not None
+            and any(s <= ts <= e for s, e in backward_ranges.get(thread, ()))}
+
+
 def collectives(events, kernels, per):
     """NCCL's kernels and their time concurrent with backward's kernels, or None without NCCL."""
     nccl = [e for e in kernels if e[1].startswith("nccl")]
     if not nccl:
         return None
-    # Backward's kernels: launched (runtime call, same correlation id) inside an autograd
-    # evaluate_function operator on the launching thread.
-    backward_ranges = collections.defaultdict(list)
-    for cat, name, ts, dur, thread, _ in events:
-        if cat == "cpu_op" and name.startswith(BACKWARD_OP):
-            backward_ranges[thread].append((ts, ts + dur))
-    launched_in_backward = set()
-    for cat, _, ts, _, thread, corr in events:
-        if cat in ("cuda_runtime", "cuda_driver") and corr is not None:
-            if any(s <= ts <= e for s, e in backward_ranges.get(thread, ())):
-                launched_in_backward.add(corr)
+    launched_in_backward = backward_launches(events)
     backward = [(e[2], e[2] + e[3]) for e in kernels if e[5] in launched_in_backward and not e[1].startswith("nccl")]
     spans = [(e[2], e[2] + e[3]) for e in nccl]
     ms = 1e-3
