@@ -21,10 +21,14 @@ wait_for_update() {  # wait_for_update DIR N LOG: until DIR's metrics reach upda
     sleep 0.2; n=$((n + 1)); [ $n -lt 450 ] || { tail -5 "$3"; return 1; }
   done
 }
-rank_pid() {  # the pid of the train process that is rank $1 of the job running (5 s to appear)
+# The pid of the train process that is rank $1 of this check's job (5 s to appear): by its rank
+# and by its working directory, this check's own, so that another job's ranks (ctest -j runs the
+# mpirun tests beside this one) are never signalled.
+rank_pid() {
   local p i
   for ((i = 0; i < 50; i++)); do
     for p in $(pgrep -x train); do
+      [ "$(readlink "/proc/$p/cwd" 2> /dev/null)" = "$(pwd -P)" ] || continue
       { tr '\0' '\n' < "/proc/$p/environ"; } 2> /dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1" && { echo "$p"; return; }
     done
     sleep 0.1
