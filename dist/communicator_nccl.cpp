@@ -40,7 +40,6 @@ namespace {
 // NCCL_VERSION_CODE of the first NCCL that lets ranks share a GPU (NCCL_MULTI_RANK_GPU_ENABLE).
 constexpr int kNcclSharedGpuVersion = 23000;
 
-
 void check_nccl(ncclResult_t rc, const char* what) {
   if (rc != ncclSuccess) throw DistError(std::string("NCCL ") + what + " failed: " + ncclGetErrorString(rc));
 }
