@@ -31,6 +31,9 @@ python=${python:-python3}
 command -v "$python" > /dev/null || { echo "gpu_check.sh: no Python '$python' (set NMTRAIN_PYTHON or NMTRAIN_VENV, or source a bundle's env.sh)" >&2; exit 2; }
 device=${GPU_CHECK_DEVICE:-cuda}
 case $device in cuda|cpu) ;; *) echo "gpu_check.sh: GPU_CHECK_DEVICE='$device' is not cuda or cpu" >&2; exit 2 ;; esac
+for n in ${GPU_CHECK_RANKS-2 4}; do
+  [[ $n =~ ^[2-9]$|^[1-9][0-9]+$ ]] || { echo "gpu_check.sh: GPU_CHECK_RANKS='${GPU_CHECK_RANKS}': '$n' is not a number of ranks of 2 or more" >&2; exit 2; }
+done
 [ -x "$build/trainer/train" ] || { echo "gpu_check.sh: no $build/trainer/train (set NMTRAIN_BUILD, or source a bundle's env.sh)" >&2; exit 2; }
 if [ -z "$one" ]; then
   work=$(mktemp -d)
@@ -260,7 +263,7 @@ check torch_load 60
 check decode_vs_cpu 120
 check shared_gpu_refused 60
 # Several ranks on the one GPU (dist.shared_gpu=allow): GPU_CHECK_RANKS, default 2 and 4.
-for n in ${GPU_CHECK_RANKS:-2 4}; do
+for n in ${GPU_CHECK_RANKS-2 4}; do
   export GPU_CHECK_NP=$n
   check "np${n}_equals_np1" 240 ranks_equal_one
   check "np${n}_sums_vs_mpi" 120 sums_vs_mpi
@@ -269,7 +272,7 @@ for n in ${GPU_CHECK_RANKS:-2 4}; do
   check "np${n}_sigterm_resume" 180 ranks_sigterm_resume
   check "np${n}_precisions" 180 ranks_precisions
 done
-for n in 1 ${GPU_CHECK_RANKS:-2 4}; do
+for n in 1 ${GPU_CHECK_RANKS-2 4}; do
   export GPU_CHECK_NP=$n
   check "update_time_np$n" 120 update_time
 done

@@ -176,6 +176,10 @@ out=$(bash "$root/launch/gpu_check.sh" --frobnicate 2>&1) && fail "gpu_check: un
 [[ $out == "gpu_check.sh: unknown argument '--frobnicate' (usage: gpu_check.sh [--logs DIR])" ]] || fail "gpu_check argument: $out"
 out=$(GPU_CHECK_DEVICE=tpu bash "$root/launch/gpu_check.sh" 2>&1) && fail "gpu_check: GPU_CHECK_DEVICE=tpu accepted"
 [[ $out == "gpu_check.sh: GPU_CHECK_DEVICE='tpu' is not cuda or cpu" ]] || fail "gpu_check device: $out"
+for bad in x 1 "2 0"; do
+  out=$(GPU_CHECK_RANKS=$bad bash "$root/launch/gpu_check.sh" 2>&1) && fail "gpu_check: GPU_CHECK_RANKS='$bad' accepted"
+  [[ $out == "gpu_check.sh: GPU_CHECK_RANKS='$bad': "*" is not a number of ranks of 2 or more" ]] || fail "gpu_check ranks '$bad': $out"
+done
 out=$(NMTRAIN_BUILD=/no/such/build bash "$root/launch/gpu_check.sh" 2>&1) && fail "gpu_check: missing build accepted"
 [[ $out == "gpu_check.sh: no build directory /no/such/build (set NMTRAIN_BUILD, or source a bundle's env.sh)" ]] || fail "gpu_check build: $out"
 for s in launch/{quickstart,setup,build,run_tests,supervise,bundle,build_nccl,gpu_check,gpu_check_ranks,common}.sh bench/gpu_compare.sh bench/members_at_once.sh tests/runners/gpu_smoke.sh tests/cluster/netns_{cluster,rsh}.sh; do
