@@ -13,18 +13,15 @@ exist or be empty; --force replaces an earlier export there, and never a directo
 did not write (a run, shards, raw data) nor one that is or holds an input.
 Exit 0 done, 2 input refused (one line on stderr), 1 anything else."""
 import argparse
-import json
 import os
-import shutil
 import sys
-
-import yaml
 
 from nmtrain_checkpoint import BadInput
 from nmtrain_cli import run_cli
 import nmtrain_checkpoint
 import nmtrain_vocab
-from nmtrain_dirs import nmtrain_content
+from nmtrain_config import read_config
+from export_dir import ExportLayout, SETTINGS_FILE, check_not_input, replace_directory, write_settings
 
 PROG = "export_ctranslate2"
 EVAL_KEYS = ("beam", "lenpen", "max_len_a", "max_len_b")
@@ -33,71 +30,9 @@ EVAL_KEYS = ("beam", "lenpen", "max_len_a", "max_len_b")
 # What this tool puts in DIR: CTranslate2's converter writes model.bin, config.json and the
 # vocabulary (shared, or source + target), we add spm.model and nmtrain.json. --force replaces
 # a directory that holds these files only, with an nmtrain.json of ours: never one it did not write.
-EXPORT_FILES = {"model.bin", "config.json", "shared_vocabulary.json", "source_vocabulary.json",
-                "target_vocabulary.json", "spm.model", "nmtrain.json"}
-SETTINGS_FORMAT_VERSION = 1
-
-
-def _is_within(path, directory):
-    """True when path (resolved) is directory or lies inside it."""
-    path, directory = os.path.realpath(path), os.path.realpath(directory)
-    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
-
-
-def check_not_input(output, inputs):
-    """Refuse an output that is, or contains, one of inputs [(what, path)]: replacing it would
-    delete what the export reads."""
-    for what, path in inputs:
-        if path and os.path.exists(path) and _is_within(path, output):
-            where = "is" if os.path.realpath(path) == os.path.realpath(output) else "contains"
-            raise BadInput(f"--output {output}: {where} the {what} {path}, an input; choose another --output")
-
-
-def foreign_content(path, entries):
-    """Why the non-empty directory path is not an export this tool wrote, or None."""
-    if nmtrain_content(entries):
-        return "holds " + nmtrain_content(entries)
-    for entry in sorted(entries):
-        if entry not in EXPORT_FILES or not os.path.isfile(os.path.join(path, entry)):
-            return f"holds '{entry}', which {PROG} does not write"
-    try:
-        with open(os.path.join(path, "nmtrain.json"), encoding="utf-8") as f:
-            settings = json.load(f)
-        ours = isinstance(settings, dict) and settings.get("format_version") == SETTINGS_FORMAT_VERSION \
-            and "checkpoint" in settings and "model.bin" in entries
-    except (OSError, ValueError):
-        ours = False
-    return None if ours else f"holds a model without the nmtrain.json {PROG} writes"
-
-
-def check_output(path, force, inputs):
-    # Refused before anything is read or written: an existing model is never half-replaced,
-    # and --force never deletes what this tool did not write (a run, shards, raw data, an input).
-    check_not_input(path, inputs)
-    if os.path.exists(path) and not os.path.isdir(path):
-        raise BadInput(f"{path}: exists and is not a directory")
-    entries = os.listdir(path) if os.path.isdir(path) else []
-    if not entries:
-        return
-    why = foreign_content(path, entries)
-    if why:
-        raise BadInput(f"{path}: output directory exists and {why}, not an earlier export: --force replaces "
-                       f"only a directory {PROG} wrote; choose another --output")
-    if not force:
-        raise BadInput(f"{path}: output directory exists and is not empty (use --force to replace it)")
-
-
-def read_config(path):
-    if not os.path.isfile(path):
-        raise BadInput(f"{path}: config file does not exist")
-    try:
-        with open(path, encoding="utf-8") as f:
-            config = yaml.safe_load(f) or {}
-    except (OSError, yaml.YAMLError) as e:
-        raise BadInput(f"{path}: not a readable YAML config ({type(e).__name__})") from None
-    if not isinstance(config, dict):
-        raise BadInput(f"{path}: not a YAML mapping of sections")
-    return config
+LAYOUT = ExportLayout(PROG, {"model.bin", "config.json", "shared_vocabulary.json", "source_vocabulary.json",
+                             "target_vocabulary.json", "spm.model", SETTINGS_FILE},
+                      main_file="model.bin", format_version=1)
 
 
 def decoding_settings(ckpt, config, vocab):
@@ -107,7 +42,7 @@ def decoding_settings(ckpt, config, vocab):
     missing = [k for k in EVAL_KEYS if not isinstance(ev.get(k), (int, float))]
     if missing:
         raise BadInput(f"config key 'eval.{missing[0]}' is missing or not a number")
-    return {"format_version": SETTINGS_FORMAT_VERSION, "checkpoint": os.path.abspath(ckpt.path),
+    return {"format_version": LAYOUT.format_version, "checkpoint": os.path.abspath(ckpt.path),
             "src_lang": vocab.src_lang, "tgt_lang": vocab.tgt_lang, "max_positions": ckpt.model.max_positions,
             "eval": {k: ev[k] for k in EVAL_KEYS},
             "never_generate": [vocab.piece("pad"), vocab.piece("bos")]}
@@ -116,7 +51,7 @@ def decoding_settings(ckpt, config, vocab):
 def export(args):
     inputs = [("checkpoint", args.checkpoint), ("checkpoint's checksum", args.checkpoint + ".sha256"),
               ("config", args.config), ("shard directory", args.shard_dir)]
-    check_output(args.output, args.force, inputs)
+    LAYOUT.check_output(args.output, args.force, inputs)
     ckpt = nmtrain_checkpoint.load(args.checkpoint)
     config = read_config(args.config) if args.config else {}
     shard_dir = args.shard_dir or (config.get("data") or {}).get("shard_dir") \
@@ -131,29 +66,11 @@ def export(args):
 
     import ct2_spec  # imports ctranslate2 and its converter machinery: only once input is fine
 
-    # Written beside DIR and renamed into place: an interrupted export leaves no half model.
-    # A symlinked DIR: the directory it points at is replaced, the link kept.
-    out = os.path.realpath(args.output)
-    tmp = os.path.join(os.path.dirname(out), f".{os.path.basename(out)}.tmp-{os.getpid()}")
-    old = os.path.join(os.path.dirname(out), f".{os.path.basename(out)}.old-{os.getpid()}")
-    try:
+    def write(tmp):
         ct2_spec.NmtrainConverter(ckpt, vocab).convert(tmp, quantization=args.quantization, force=True)
-        with open(os.path.join(tmp, "nmtrain.json"), "w", encoding="utf-8") as f:
-            json.dump(settings, f, indent=2, sort_keys=True)
-            f.write("\n")
-        # The earlier export (checked above to be ours) is moved aside, and deleted only once
-        # the new one is in place.
-        if os.path.isdir(out):
-            os.rename(out, old)
-        try:
-            os.rename(tmp, out)
-        except OSError:
-            if os.path.isdir(old):
-                os.rename(old, out)
-            raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    shutil.rmtree(old, ignore_errors=True)
+        write_settings(tmp, settings)
+
+    replace_directory(args.output, write)
     m = ckpt.model
     norms = "ScaleNorm" if m.norm == "scale" else "LayerNorm"
     norms += ", FixNorm" if m.fix_norm else ""
