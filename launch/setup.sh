@@ -6,7 +6,7 @@
 #   - one pinned torch wheel from PyPI in a virtual environment that carries LibTorch
 #     (headers, libraries, CMake config) and the NCCL it loads, plus the Python
 #     reference tools the tests use (h5py, sacreBLEU, TensorBoard, CTranslate2, SentencePiece,
-#     matplotlib, sacremoses).
+#     matplotlib, sacremoses, transformers and safetensors).
 # The virtual environment lives in a per-user cache keyed by the pins, outside the clone,
 # so every fresh clone (CI builds one per run) shares it. A second run with everything
 # present only checks and prints the environment to use.
@@ -27,7 +27,7 @@ require_switch setup.sh NMTRAIN_WITH_SLURM "${NMTRAIN_WITH_SLURM:-0}"
 py_tag=$("$PYTHON" -c 'import sys; print(f"py{sys.version_info[0]}.{sys.version_info[1]}")')
 CACHE_ROOT=${NMTRAIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nmtrain}
 VENV=$CACHE_ROOT/venv-torch$TORCH_VERSION-$py_tag
-STAMP=$VENV/.complete-sacrebleu$SACREBLEU_VERSION-h5py$H5PY_VERSION-numpy$NUMPY_VERSION-tb$TENSORBOARD_VERSION-ct2$CTRANSLATE2_VERSION-spm$SENTENCEPIECE_PY_VERSION-mpl$MATPLOTLIB_VERSION-sacremoses$SACREMOSES_VERSION
+STAMP=$VENV/.complete-sacrebleu$SACREBLEU_VERSION-h5py$H5PY_VERSION-numpy$NUMPY_VERSION-tb$TENSORBOARD_VERSION-ct2$CTRANSLATE2_VERSION-spm$SENTENCEPIECE_PY_VERSION-mpl$MATPLOTLIB_VERSION-sacremoses$SACREMOSES_VERSION-tf$TRANSFORMERS_VERSION-st$SAFETENSORS_VERSION
 
 log() { echo "[setup] $*" >&2; }
 
@@ -74,7 +74,8 @@ if [ ! -f "$STAMP" ]; then
   "$VENV/bin/pip" install -q "torch==$TORCH_VERSION" "sacrebleu==$SACREBLEU_VERSION" \
       "h5py==$H5PY_VERSION" "numpy==$NUMPY_VERSION" "tensorboard==$TENSORBOARD_VERSION" \
       "ctranslate2==$CTRANSLATE2_VERSION" "sentencepiece==$SENTENCEPIECE_PY_VERSION" \
-      "matplotlib==$MATPLOTLIB_VERSION" "sacremoses==$SACREMOSES_VERSION" >&2
+      "matplotlib==$MATPLOTLIB_VERSION" "sacremoses==$SACREMOSES_VERSION" \
+      "transformers==$TRANSFORMERS_VERSION" "safetensors==$SAFETENSORS_VERSION" >&2
   touch "$STAMP"
 fi
 

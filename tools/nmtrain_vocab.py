@@ -17,9 +17,14 @@ class Vocab:
     special: dict   # {"pad", "unk", "bos", "eos"} -> id, from the manifest
     src_lang: str
     tgt_lang: str
+    control: tuple = ()  # ids of SentencePiece's control symbols (BOS, EOS, source tags, ...)
 
     def piece(self, name):
         return self.pieces[self.special[name]]
+
+    def control_ids(self, exclude=()):
+        """Control symbols but those in exclude: the source tags (data/source_tags.h)."""
+        return [i for i in self.control if i not in set(exclude)]
 
 
 def load(shard_dir, ckpt):
@@ -54,4 +59,6 @@ def load(shard_dir, ckpt):
     if len(pieces) != size or size != ckpt.model.vocab_size:
         raise BadInput(f"{spm_path}: {len(pieces)} pieces, manifest vocab_size {size}, checkpoint embedding "
                        f"{ckpt.model.vocab_size} rows: they must be equal")
-    return Vocab(spm_path=spm_path, pieces=pieces, special=special, src_lang=src_lang, tgt_lang=tgt_lang)
+    control = tuple(i for i in range(size) if sp.is_control(i))
+    return Vocab(spm_path=spm_path, pieces=pieces, special=special, src_lang=src_lang, tgt_lang=tgt_lang,
+                 control=control)
