@@ -69,6 +69,11 @@ void check_same_computation(const Checkpoint& ckpt, const model::ModelConfig& co
   const auto text = [](bool b) { return std::string(b ? "true" : "false"); };
   if (then.heads != configured.heads) refuse("heads", std::to_string(then.heads), std::to_string(configured.heads));
   if (then.fix_norm != configured.fix_norm) refuse("fix_norm", text(then.fix_norm), text(configured.fix_norm));
+  // The activation has no parameters either: a GELU model configured as ReLU loads and computes otherwise.
+  const auto name = [](model::Activation a) {
+    return std::string(a == model::Activation::kRelu ? "relu" : a == model::Activation::kGelu ? "gelu" : "silu");
+  };
+  if (then.activation != configured.activation) refuse("activation", name(then.activation), name(configured.activation));
 }
 
 model::Transformer load_model_for_inference(const config::Config& cfg, const data::Manifest& manifest,

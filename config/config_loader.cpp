@@ -259,6 +259,9 @@ std::vector<Field> model_fields() {
       NMT_CHOICE(model, norm, {{"layer", model::NormKind::kLayer}, {"scale", model::NormKind::kScale}}),
       NMT_FIELD(model, fix_norm, Any{}),
       NMT_FIELD(model, max_positions, (Range{2, 1e7})),
+      NMT_CHOICE(model, activation,
+                 {{"relu", model::Activation::kRelu}, {"gelu", model::Activation::kGelu}, {"silu", model::Activation::kSilu}}),
+      NMT_FIELD(model, output_bias, Any{}),
   };
 }
 

@@ -8,6 +8,11 @@ namespace nmt::model {
 // model.norm: LayerNorm (the paper) or ScaleNorm (model/norm.h).
 enum class NormKind { kLayer, kScale };
 
+// model.activation: the FFN's nonlinearity. ReLU is the paper's (and the fused kernels');
+// GELU (exact, with erf) and SiLU (x * sigmoid(x), Marian's "swish", OPUS-MT's) are what
+// pretrained models bring (tools/hf_layout.py).
+enum class Activation { kRelu, kGelu, kSilu };
+
 struct ModelConfig {
   int64_t vocab_size = 0;         // joint vocabulary size; set from the shard manifest, not from YAML
   int64_t pad_id = 0;             // padding id; set from the shard manifest
@@ -31,6 +36,11 @@ struct ModelConfig {
   // output projection, whose logits are then the final hidden state's length times a cosine.
   bool fix_norm = false;
   int64_t max_positions = 1024;   // longest sequence the sinusoidal table covers
+  Activation activation = Activation::kRelu;  // the FFN's nonlinearity: relu (the paper's),
+                                              // gelu (exact, erf) or silu (x sigmoid(x), OPUS-MT's)
+  // A learned bias [vocab] added to the logits (Marian's and OPUS-MT's final_logits_bias); off:
+  // the paper's tied projection alone, and no parameter in the checkpoint.
+  bool output_bias = false;
 };
 
 }  // namespace nmt::model

@@ -17,13 +17,19 @@ torch::Tensor sinusoidal_positions(int64_t max_positions, int64_t d_model) {
   return pe.to(torch::kFloat32);
 }
 
-FeedForwardImpl::FeedForwardImpl(int64_t d_model, int64_t ffn_dim, double activation_dropout)
-    : activation_dropout_(activation_dropout) {
+FeedForwardImpl::FeedForwardImpl(int64_t d_model, int64_t ffn_dim, double activation_dropout, Activation activation)
+    : activation_dropout_(activation_dropout), activation_(activation) {
   fc1 = register_module("fc1", torch::nn::Linear(d_model, ffn_dim));
   fc2 = register_module("fc2", torch::nn::Linear(ffn_dim, d_model));
 }
 
 torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
+  if (activation_ != Activation::kRelu) {  // the fused kernels are ReLU's: LibTorch's ops between the two layers
+    const auto pre = kernels::linear(x, fc1->weight, fc1->bias);
+    const auto hidden = activation_ == Activation::kGelu ? torch::gelu(pre) : torch::silu(pre);
+    return kernels::linear(kernels::dropout_add(torch::Tensor(), hidden, activation_dropout_, is_training()), fc2->weight,
+                           fc2->bias);
+  }
   // No activation dropout in effect: the two layers as one (under bf16, a smaller footprint).
   if (activation_dropout_ == 0.0 || !is_training())
     return kernels::feed_forward(x, fc1->weight, fc1->bias, fc2->weight, fc2->bias);
@@ -45,7 +51,7 @@ torch::Tensor residual(const torch::Tensor& x, Norm& norm, bool pre_norm, double
 
 EncoderLayerImpl::EncoderLayerImpl(const ModelConfig& c) : dropout_(c.dropout), pre_norm_(c.pre_norm) {
   self_attn = register_module("self_attn", MultiHeadAttention(c.d_model, c.heads, c.attention_dropout, true));
-  ffn = register_module("ffn", FeedForward(c.d_model, c.ffn_dim, c.activation_dropout));
+  ffn = register_module("ffn", FeedForward(c.d_model, c.ffn_dim, c.activation_dropout, c.activation));
   norm1 = register_module("norm1", Norm(c.norm, c.d_model));
   norm2 = register_module("norm2", Norm(c.norm, c.d_model));
 }
@@ -59,7 +65,7 @@ torch::Tensor EncoderLayerImpl::forward(torch::Tensor x, const torch::Tensor& sr
 DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c) : dropout_(c.dropout), pre_norm_(c.pre_norm) {
   self_attn = register_module("self_attn", MultiHeadAttention(c.d_model, c.heads, c.attention_dropout, true));
   cross_attn = register_module("cross_attn", MultiHeadAttention(c.d_model, c.heads, c.attention_dropout, false));
-  ffn = register_module("ffn", FeedForward(c.d_model, c.ffn_dim, c.activation_dropout));
+  ffn = register_module("ffn", FeedForward(c.d_model, c.ffn_dim, c.activation_dropout, c.activation));
   norm1 = register_module("norm1", Norm(c.norm, c.d_model));
   norm2 = register_module("norm2", Norm(c.norm, c.d_model));
   norm3 = register_module("norm3", Norm(c.norm, c.d_model));
@@ -114,6 +120,7 @@ TransformerImpl::TransformerImpl(const ModelConfig& c) : config_(c) {
     decoder_norm = register_module("decoder_norm", Norm(c.norm, c.d_model));
   }
   positions_ = register_buffer("positions", sinusoidal_positions(c.max_positions, c.d_model));
+  if (c.output_bias) output_bias = register_parameter("output_bias", torch::zeros({c.vocab_size}));
   reset_parameters();
 }
 
@@ -166,8 +173,8 @@ torch::Tensor TransformerImpl::decode(const torch::Tensor& tgt_in, const torch::
 }
 
 torch::Tensor TransformerImpl::project(const torch::Tensor& hidden, const torch::Tensor& vectors) {
-  // tied output projection: hidden E^T
-  return kernels::linear(hidden, vectors.defined() ? vectors : word_vectors(), torch::Tensor());
+  // tied output projection: hidden E^T (+ the logits bias under model.output_bias)
+  return kernels::linear(hidden, vectors.defined() ? vectors : word_vectors(), output_bias);
 }
 
 torch::Tensor TransformerImpl::word_vectors() {

@@ -19,12 +19,13 @@ torch::Tensor sinusoidal_positions(int64_t max_positions, int64_t d_model);
 
 class FeedForwardImpl : public torch::nn::Module {
  public:
-  FeedForwardImpl(int64_t d_model, int64_t ffn_dim, double activation_dropout);
+  FeedForwardImpl(int64_t d_model, int64_t ffn_dim, double activation_dropout, Activation activation);
   torch::Tensor forward(const torch::Tensor& x);
   torch::nn::Linear fc1{nullptr}, fc2{nullptr};
 
  private:
   double activation_dropout_;
+  Activation activation_;
 };
 TORCH_MODULE(FeedForward);
 
@@ -129,6 +130,7 @@ class TransformerImpl : public torch::nn::Module {
   torch::nn::Embedding embed{nullptr};
   torch::nn::ModuleList encoder_layers{nullptr}, decoder_layers{nullptr};
   Norm encoder_norm{nullptr}, decoder_norm{nullptr};  // pre-norm only
+  torch::Tensor output_bias;                          // [vocab], model.output_bias only
 
  private:
   // Scaled embeddings (with word dropout `word_drop` while training) plus positions; `vectors`

@@ -141,6 +141,32 @@ TEST(Checkpoint, KeysWithoutParametersOfTheirOwnAreComparedWithTheStoredConfig) 
   c.config_yaml = "model:\n  heads: 4\n";  // fix_norm's default: a checkpoint from before the key
   configured.fix_norm = false;
   EXPECT_NO_THROW(check_same_computation(c, configured, "a.pt"));
+  // model.activation has no parameters either; a checkpoint from before the key is ReLU's.
+  configured.activation = model::Activation::kSilu;
+  EXPECT_THROW_WITH(check_same_computation(c, configured, "a.pt"), CheckpointError,
+                    "trained with model.activation=relu, but the configured model has silu");
+  c.config_yaml = "model:\n  heads: 4\n  activation: silu\n";
+  EXPECT_NO_THROW(check_same_computation(c, configured, "a.pt"));
+}
+
+// model.output_bias is a parameter: a checkpoint with it does not load into a model without it,
+// nor the reverse, and its values reach the logits.
+TEST(Checkpoint, OutputBiasIsAParameterOfItsOwn) {
+  auto with = tiny(8);
+  with.output_bias = true;
+  model::Transformer m(with);
+  {
+    torch::NoGradGuard g;
+    m->output_bias.copy_(torch::arange(with.vocab_size, torch::kFloat32));
+  }
+  Checkpoint c = make(m, 1);
+  model::Transformer without(tiny(8));
+  EXPECT_THROW_WITH(load_model_weights(*without, c.model, "a.pt"), CheckpointError, "output_bias");
+  model::Transformer again(with);
+  load_model_weights(*again, c.model, "a.pt");
+  EXPECT_TRUE(torch::equal(again->output_bias, m->output_bias));
+  const auto hidden = torch::zeros({1, 8});
+  EXPECT_TRUE(torch::equal(again->project(hidden), torch::arange(with.vocab_size, torch::kFloat32).view({1, -1})));
 }
 
 TEST(Checkpoint, AverageIsTheMeanAndChecksInputs) {

@@ -42,7 +42,8 @@ def main():
         with torch.no_grad():
             logits, _, _ = reference.forward(ckpt.weights, torch.tensor([src_ids]),
                                              torch.tensor([[special["bos"]] + tgt_ids[:-1]]), m.pre_norm,
-                                             scale_norm=m.norm == "scale", fix_norm=m.fix_norm)
+                                             scale_norm=m.norm == "scale", fix_norm=m.fix_norm,
+                                             activation=m.activation)
         ours = torch.log_softmax(logits[0], -1)[torch.arange(len(tgt_ids)), torch.tensor(tgt_ids)]
         # The export adds the source's EOS and the target's EOS itself (tools/ct2_spec.py).
         theirs = translator.score_batch([sp.id_to_piece(src_ids[:-1])], [sp.id_to_piece(tgt_ids[:-1])])[0].log_probs

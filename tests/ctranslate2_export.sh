@@ -128,8 +128,9 @@ same_as_ours run/last.pt ct2 0.1
 # logits are bounded by the final norm's g (about 7 here), so pad and BOS keep about 1e-3 of
 # each step's probability, which the two searches remove at different points: near-ties at beam 5
 # fall either way (2 of 500 lines here moved BLEU by 0.18 on this 40-piece toy task), while the
-# forced scores agree to 1e-5. So its beam-5 BLEU may differ by up to 0.3.
-SN=(model.pre_norm=true model.norm=scale model.fix_norm=true)
+# forced scores agree to 1e-5. So its beam-5 BLEU may differ by up to 0.3. The same model has
+# model.activation=gelu and model.output_bias (CTranslate2's GELU and its projection's bias).
+SN=(model.pre_norm=true model.norm=scale model.fix_norm=true model.activation=gelu model.output_bias=true)
 "$TRAIN" --config c.yaml "${SN[@]}" train.save_dir=run_sn > train_sn.log 2>&1 \
   || { tail -5 train_sn.log; fail "train with ScaleNorm and FixNorm"; }
 echo "ok: trained the toy model with ScaleNorm and FixNorm: $(grep -o 'best validation loss .*' train_sn.log)"

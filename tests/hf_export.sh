@@ -99,11 +99,12 @@ gzip -k src.txt
 cmp -s snippet.out ours.beam || { diff snippet.out ours.beam | head; fail "README.md's snippet does not give our translate's lines"; }
 echo "ok: README.md's transformers snippet gives our translate's $(wc -l < snippet.out) lines"
 
-# Post-norm (Marian's classes) with FixNorm (unit rows in the exported matrix).
-PN=(model.pre_norm=false model.fix_norm=true)
+# Post-norm (Marian's classes) with FixNorm (unit rows in the exported matrix), and OPUS-MT's
+# SiLU and logits bias (final_logits_bias).
+PN=(model.pre_norm=false model.fix_norm=true model.activation=silu model.output_bias=true)
 "$TRAIN" --config c.yaml "${PN[@]}" train.save_dir=run_pn > train_pn.log 2>&1 \
   || { tail -5 train_pn.log; fail "train post-norm with FixNorm"; }
-echo "ok: trained the post-norm FixNorm toy model: $(grep -o 'best validation loss .*' train_pn.log)"
+echo "ok: trained the post-norm FixNorm SiLU toy model with a logits bias: $(grep -o 'best validation loss .*' train_pn.log)"
 "${EXPORT[@]}" --checkpoint run_pn/last.pt --config c.yaml --output hf_pn "${PN[@]}" > export.log 2>&1 \
   || { cat export.log; fail "export post-norm"; }
 grep -q "marian (post-norm, FixNorm as unit rows)" export.log || { cat export.log; fail "the post-norm export's line"; }

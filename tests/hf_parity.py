@@ -63,7 +63,8 @@ def check_logits(model, tokenizer, ckpt, manifest, sources, references):
     decoder_in = decoder_in.masked_fill(decoder_in == -100, special["pad"])
     with torch.no_grad():
         theirs = model(**batch, decoder_input_ids=decoder_in).logits
-        ours, _, _ = reference.forward(ckpt.weights, batch["input_ids"], decoder_in, m.pre_norm, fix_norm=m.fix_norm)
+        ours, _, _ = reference.forward(ckpt.weights, batch["input_ids"], decoder_in, m.pre_norm, fix_norm=m.fix_norm,
+                                        activation=m.activation)
     real = decoder_in != special["pad"]
     real[:, 0] = True
     worst = float((theirs - ours)[real].abs().max())

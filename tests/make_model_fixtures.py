@@ -80,7 +80,10 @@ def scale_weights(w, gen):
     return out
 
 
-def forward(w, src, tgt, pre_norm, scale_norm=False, fix_norm=False):
+ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu}  # F.gelu: the exact (erf) one
+
+
+def forward(w, src, tgt, pre_norm, scale_norm=False, fix_norm=False, activation="relu"):
     if scale_norm:
         ln = lambda x, n: x * (w[n + ".scale"] / x.norm(dim=-1, keepdim=True).clamp(min=1e-5))
     else:
@@ -98,7 +101,7 @@ def forward(w, src, tgt, pre_norm, scale_norm=False, fix_norm=False):
     self_mask = causal & (tgt != PAD)[:, None, None, :]
 
     lin = lambda h, name: F.linear(h, w[name + ".weight"], w[name + ".bias"])
-    ffn = lambda h, p: lin(F.relu(lin(h, p + "ffn.fc1")), p + "ffn.fc2")
+    ffn = lambda h, p: lin(ACTIVATIONS[activation](lin(h, p + "ffn.fc1")), p + "ffn.fc2")
 
     def self_attn(h, p, mask):
         q, k, v = lin(h, p + "self_attn.in_proj").chunk(3, -1)
@@ -123,7 +126,8 @@ def forward(w, src, tgt, pre_norm, scale_norm=False, fix_norm=False):
         y = sub(y, p + "norm3", lambda h: ffn(h, p))
     if pre_norm:
         y = ln(y, "decoder_norm")
-    return y @ table.t(), src_mask, self_mask
+    logits = y @ table.t() + w["output_bias"] if "output_bias" in w else y @ table.t()
+    return logits, src_mask, self_mask
 
 
 def main():
@@ -158,6 +162,24 @@ def main():
                     "config": {"vocab": V, "d_model": D, "heads": H, "ffn_dim": FFN, "encoder_layers": ENC,
                                "decoder_layers": DEC, "pad": PAD, "max_positions": MAXPOS, "pre_norm": int(pre_norm),
                                "norm": "scale", "fix_norm": int(fix_norm)}},
+                   os.path.join(HERE, "fixtures", name))
+        print("wrote", name, "max |logit| =", float(logits.abs().max()))
+    # model.activation and model.output_bias (what Marian / OPUS-MT models bring), from a generator
+    # of their own: post-norm with SiLU as OPUS-MT, pre-norm with GELU, both with a logits bias.
+    gen = torch.Generator().manual_seed(5678)
+    for pre_norm, activation, name in ((False, "silu", "transformer_postnorm_silu_bias.pt"),
+                                       (True, "gelu", "transformer_prenorm_gelu_bias.pt")):
+        w = make_weights(gen)
+        w["output_bias"] = torch.randn(V, generator=gen)
+        if not pre_norm:
+            w = {k: v for k, v in w.items() if not k.startswith(("encoder_norm", "decoder_norm"))}
+        with torch.no_grad():
+            logits, src_mask, self_mask = forward(w, src, tgt, pre_norm, activation=activation)
+        torch.save({"weights": w, "src": src, "tgt_in": tgt, "logits": logits, "src_mask": src_mask,
+                    "self_mask": self_mask, "positions": sinusoids(MAXPOS, D),
+                    "config": {"vocab": V, "d_model": D, "heads": H, "ffn_dim": FFN, "encoder_layers": ENC,
+                               "decoder_layers": DEC, "pad": PAD, "max_positions": MAXPOS, "pre_norm": int(pre_norm),
+                               "activation": activation, "output_bias": 1}},
                    os.path.join(HERE, "fixtures", name))
         print("wrote", name, "max |logit| =", float(logits.abs().max()))
 

@@ -38,6 +38,11 @@ inline ModelConfig fixture_config(const c10::impl::GenericDict& f) {
   // Keys the first fixtures predate: LayerNorm, no FixNorm.
   if (c.contains("norm")) mc.norm = c.at("norm").toStringRef() == "scale" ? NormKind::kScale : NormKind::kLayer;
   if (c.contains("fix_norm")) mc.fix_norm = c.at("fix_norm").toInt() != 0;
+  if (c.contains("activation")) {
+    const std::string& a = c.at("activation").toStringRef();
+    mc.activation = a == "gelu" ? Activation::kGelu : a == "silu" ? Activation::kSilu : Activation::kRelu;
+  }
+  if (c.contains("output_bias")) mc.output_bias = c.at("output_bias").toInt() != 0;
   mc.dropout = 0;
   return mc;
 }

@@ -62,11 +62,13 @@ TEST_P(ForwardVsPyTorch, LogitsMatch) {
 
 INSTANTIATE_TEST_SUITE_P(PostAndPreNorm, ForwardVsPyTorch,
                          ::testing::Values("transformer_postnorm.pt", "transformer_prenorm.pt",
-                                           "transformer_prenorm_scale_fixnorm.pt", "transformer_postnorm_scale.pt"));
+                                           "transformer_prenorm_scale_fixnorm.pt", "transformer_postnorm_scale.pt",
+                                           "transformer_postnorm_silu_bias.pt", "transformer_prenorm_gelu_bias.pt"));
 
 TEST(Model, IncrementalDecodingEqualsFullRecomputation) {
   for (const char* name : {"transformer_postnorm.pt", "transformer_prenorm.pt", "transformer_prenorm_scale_fixnorm.pt",
-                           "transformer_postnorm_scale.pt"}) {
+                           "transformer_postnorm_scale.pt", "transformer_postnorm_silu_bias.pt",
+                           "transformer_prenorm_gelu_bias.pt"}) {
     const auto f = load_fixture(name);
     Transformer m = fixture_model(f);
     torch::NoGradGuard g;

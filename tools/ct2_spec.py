@@ -5,7 +5,7 @@ returns the spec, so validate(), optimize() and save() are CTranslate2's.
 What the mapping has to get right (each point read from our C++):
   * post-norm (the paper) or pre-norm, from model.pre_norm; pre-norm adds final
     encoder_norm / decoder_norm, which the spec has only when pre_norm is set;
-  * ReLU FFN; LayerNorm eps 1e-5 (torch::nn::LayerNorm's default);
+  * the FFN's ReLU, GELU or SiLU (model.activation); LayerNorm eps 1e-5 (torch::nn::LayerNorm's default);
   * model.norm=scale: ScaleNorm g x / max(||x||, 1e-5) is CTranslate2's RMSNorm
     gamma x / sqrt(mean(x^2) + eps) with every gamma g / sqrt(d) and eps 1e-10 / d, so that
     d * eps = (1e-5)^2: the two agree to float32 rounding except on vectors shorter than about
@@ -13,7 +13,7 @@ What the mapping has to get right (each point read from our C++):
   * model.fix_norm: the tied matrix is written with its rows at unit length, as the model
     uses it in the inputs and the output projection;
   * one embedding matrix for encoder input, decoder input and output projection (tied,
-    no output bias), scaled by sqrt(d_model) (CTranslate2's scale_embeddings);
+    the logits bias only under model.output_bias), scaled by sqrt(d_model) (CTranslate2's scale_embeddings);
   * sinusoidal positions from 0, pe[p, 2i] = sin, pe[p, 2i+1] = cos (interleaved):
     CTranslate2's built-in table concatenates [sin | cos] and starts at position 1, so
     our table is written into the spec's position_encodings explicitly;
@@ -26,6 +26,9 @@ from ctranslate2.converters.converter import Converter
 from ctranslate2.specs import common_spec, transformer_spec
 
 LAYER_NORM_EPS = 1e-5
+# model.activation: CTranslate2's GELU is the exact (erf) one, as torch::gelu; SWISH is SiLU.
+ACTIVATIONS = {"relu": common_spec.Activation.RELU, "gelu": common_spec.Activation.GELU,
+               "silu": common_spec.Activation.SWISH}
 SCALE_NORM_EPS = 1e-5
 
 
@@ -76,7 +79,7 @@ def build_spec(ckpt, vocab):
     m, w = ckpt.model, ckpt.weights
     spec = transformer_spec.TransformerSpec.from_config(
         (m.encoder_layers, m.decoder_layers), m.heads, pre_norm=m.pre_norm,
-        activation=common_spec.Activation.RELU, rms_norm=m.norm == "scale")
+        activation=ACTIVATIONS[m.activation], rms_norm=m.norm == "scale")
     positions = sinusoidal_positions(m.max_positions, m.d_model).numpy()
     embed = w["embed.weight"]
     if m.fix_norm:  # model::TransformerImpl::word_vectors()
@@ -91,7 +94,9 @@ def build_spec(ckpt, vocab):
             _set_layer(layer, w, f"{side}_layers.{i}.", m.d_model, decoder=side == "decoder")
         if m.pre_norm:
             _norm(stack.layer_norm, w, side + "_norm", m.d_model)
-    spec.decoder.projection.weight = embed  # tied output projection, no bias
+    spec.decoder.projection.weight = embed  # tied output projection
+    if m.output_bias:  # model.output_bias
+        spec.decoder.projection.bias = w["output_bias"].numpy()
 
     # Our translate: source = pieces + EOS (no BOS); the decoder starts from BOS.
     spec.config.add_source_bos = False

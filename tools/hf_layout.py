@@ -115,7 +115,7 @@ def _to_theirs(t, kind, order):
     return t
 
 
-def export_state(weights, m, logits_bias=None):
+def export_state(weights, m):
     """Their state dict (float32, contiguous) for our weights `weights` (name -> tensor)."""
     order = feature_order(m.d_model)
     state = {}
@@ -131,7 +131,7 @@ def export_state(weights, m, logits_bias=None):
     positions = _to_theirs(sinusoidal_positions(m.max_positions, m.d_model), TABLE, order).contiguous()
     state["model.encoder.embed_positions.weight"] = positions
     state["model.decoder.embed_positions.weight"] = positions.clone()
-    bias = logits_bias if logits_bias is not None else torch.zeros(m.vocab_size)
+    bias = weights["output_bias"] if m.output_bias else torch.zeros(m.vocab_size)
     state["final_logits_bias"] = bias.reshape(1, m.vocab_size).float().contiguous()
     return state
 
@@ -143,7 +143,7 @@ def hf_config(m, training, special):
         vocab_size=m.vocab_size, d_model=m.d_model, max_position_embeddings=m.max_positions,
         encoder_layers=m.encoder_layers, decoder_layers=m.decoder_layers,
         encoder_attention_heads=m.heads, decoder_attention_heads=m.heads,
-        encoder_ffn_dim=m.ffn_dim, decoder_ffn_dim=m.ffn_dim, activation_function="relu",
+        encoder_ffn_dim=m.ffn_dim, decoder_ffn_dim=m.ffn_dim, activation_function=m.activation,
         dropout=float(training.get("dropout", 0.1)), attention_dropout=float(training.get("attention_dropout", 0.0)),
         activation_dropout=float(training.get("activation_dropout", 0.0)),
         encoder_layerdrop=float(training.get("encoder_layerdrop", 0.0)),

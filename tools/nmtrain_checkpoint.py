@@ -11,6 +11,7 @@ import yaml
 
 FORMAT_VERSION = 1  # checkpoint::kCheckpointFormatVersion
 REQUIRED_FIELDS = ("format_version", "model", "config", "vocab_sha256")
+ACTIVATIONS = ("relu", "gelu", "silu")  # model::Activation
 
 
 class BadInput(Exception):
@@ -30,6 +31,8 @@ class ModelConfig:
     max_positions: int
     norm: str = "layer"     # model.norm: layer | scale (model/norm.h)
     fix_norm: bool = False  # model.fix_norm: the tied matrix's rows used at unit length
+    activation: str = "relu"  # model.activation: relu | gelu | silu (the FFN's)
+    output_bias: bool = False  # model.output_bias: a learned [vocab] bias on the logits
 
 
 @dataclass
@@ -82,6 +85,13 @@ def _model_config(path, config, weights):
     values["fix_norm"] = section.get("fix_norm", False)
     if not isinstance(values["fix_norm"], bool):
         raise BadInput(f"{path}: config key 'model.fix_norm' is not bool")
+    values["activation"] = section.get("activation", "relu")
+    if values["activation"] not in ACTIVATIONS:
+        raise BadInput(f"{path}: config key 'model.activation' is {values['activation']!r}, not one of "
+                       f"{', '.join(ACTIVATIONS)}")
+    values["output_bias"] = section.get("output_bias", False)
+    if not isinstance(values["output_bias"], bool):
+        raise BadInput(f"{path}: config key 'model.output_bias' is not bool")
     m = ModelConfig(vocab_size=0, **values)
     embed = weights.get("embed.weight")
     if embed is None or embed.dim() != 2 or embed.shape[1] != m.d_model:
@@ -94,6 +104,8 @@ def expected_shapes(m):
     """Parameter name -> shape of model/transformer.cpp's Transformer for config `m`."""
     d, f = m.d_model, m.ffn_dim
     shapes = {"embed.weight": (m.vocab_size, d)}
+    if m.output_bias:
+        shapes["output_bias"] = (m.vocab_size,)
 
     def linear(name, out, inp):
         shapes[name + ".weight"], shapes[name + ".bias"] = (out, inp), (out,)
