@@ -78,7 +78,8 @@ struct TrainConfig {
   bool validate_bleu = false;     // also greedy-decode the validation split at each validation (best_bleu.pt)
   NonfinitePolicy nonfinite = NonfinitePolicy::kStop;  // stop, or skip the update and count it
   int64_t max_nonfinite_skips = 5;  // skip policy: stop after this many skipped updates in a row
-  std::string finetune_from = ""; // start from this checkpoint's weights (ignored when resuming)
+  std::string finetune_from = ""; // start from this checkpoint's weights, or a transformers model directory
+                                  // (Marian / OPUS-MT or Pegasus layout); ignored when resuming
   bool reset_optimizer = true;    // fine-tuning: fresh Adam state (else the checkpoint's)
   bool reset_schedule = true;     // fine-tuning: update counter and learning-rate schedule from 0
   bool reset_planner = true;      // fine-tuning: data order from epoch 1 (else the checkpoint's position)

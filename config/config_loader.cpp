@@ -572,8 +572,12 @@ void validate(const Config& cfg, Needs needs) {
     if (!cfg.data.spm_model.empty() && !fs::is_regular_file(cfg.data.spm_model))
       fail("data.spm_model", cfg.data.spm_model, "file does not exist");
   }
-  if (!cfg.train.finetune_from.empty() && needs == Needs::kShards && !fs::is_regular_file(cfg.train.finetune_from))
-    fail("train.finetune_from", cfg.train.finetune_from, "file does not exist");
+  // A checkpoint file, or a transformers model directory (checkpoint/hf_import.h).
+  if (!cfg.train.finetune_from.empty() && needs == Needs::kShards && !fs::is_regular_file(cfg.train.finetune_from) &&
+      !(fs::is_directory(cfg.train.finetune_from) && fs::exists(fs::path(cfg.train.finetune_from) / "config.json")))
+    fail("train.finetune_from", cfg.train.finetune_from,
+         fs::is_directory(cfg.train.finetune_from) ? "is a directory without config.json (not a transformers model)"
+                                                   : "file does not exist");
   if (!cfg.eval.channel_checkpoint.empty() && needs == Needs::kShards && !fs::is_regular_file(cfg.eval.channel_checkpoint))
     fail("eval.channel_checkpoint", cfg.eval.channel_checkpoint, "file does not exist");
   if (needs == Needs::kShards) {

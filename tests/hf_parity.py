@@ -10,6 +10,7 @@ our model and our translate:
      scores within 0.1 BLEU of our `translate` at the same beam.
 
   hf_parity.py CHECKPOINT EXPORT_DIR SHARD_DIR SHARD_SPLIT RAW_PREFIX SOURCES REFERENCES OURS_GREEDY OURS_BEAM
+  hf_parity.py logits CHECKPOINT MODEL_DIR SHARD_DIR SOURCES REFERENCES     (2. alone: an import's check)
 
 (RAW_PREFIX: the split's raw text, RAW_PREFIX.SRC and RAW_PREFIX.TGT.)
 """
@@ -101,7 +102,19 @@ def compare_lines(what, ours, theirs, refs, need_same, bleu_tolerance):
     return good
 
 
+def logits_only(ckpt_path, model_dir, shard_dir, src_path, ref_path):
+    tokenizer = transformers.AutoTokenizer.from_pretrained(model_dir)
+    model = transformers.AutoModelForSeq2SeqLM.from_pretrained(model_dir).eval()
+    with open(os.path.join(shard_dir, "manifest.json"), encoding="utf-8") as f:
+        manifest = json.load(f)
+    good = check_logits(model, tokenizer, nmtrain_checkpoint.load(ckpt_path), manifest, read_lines(src_path),
+                        read_lines(ref_path))
+    return 0 if good else 1
+
+
 def main():
+    if sys.argv[1] == "logits":
+        return logits_only(*sys.argv[2:7])
     ckpt_path, export, shard_dir, split, raw_prefix, src_path, ref_path, greedy_path, beam_path = sys.argv[1:10]
     torch.set_num_threads(1)
     tokenizer = transformers.AutoTokenizer.from_pretrained(export)

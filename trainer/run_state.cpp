@@ -10,6 +10,7 @@
 #include <regex>
 
 #include "checkpoint/best_validations.h"
+#include "checkpoint/hf_import.h"
 #include "checkpoint/model_setup.h"
 #include "config/config_error.h"
 #include "config/config_loader.h"
@@ -234,7 +235,19 @@ void Trainer::load_optimizer_state(const checkpoint::Checkpoint& c, const std::s
   }
 }
 
+void Trainer::start_from_hf(const std::string& dir) {
+  checkpoint::HfModel hf = checkpoint::read_hf_model(dir);
+  checkpoint::check_hf_model(hf, model_->config(), train_->manifest(), cfg_.data.shard_dir, dir);
+  // A model configured with model.output_bias whose import has none (all zeros) starts it at 0.
+  if (model_->config().output_bias && !hf.weights.contains("output_bias"))
+    hf.weights.insert("output_bias", torch::zeros({model_->config().vocab_size}));
+  checkpoint::load_model_weights(*model_, hf.weights, dir);
+  log_.info(fmt::format("fine-tuning from the transformers model {} ({} parameters; optimizer, schedule and planner "
+                        "start fresh)", dir, model::parameter_count(*model_)));
+}
+
 void Trainer::start_from(const std::string& path) {
+  if (checkpoint::is_hf_model_dir(path)) return start_from_hf(path);
   checkpoint::Checkpoint c = checkpoint::load_checkpoint(path);
   checkpoint::check_vocabulary(c, path + " (train.finetune_from)", train_->manifest());
   checkpoint::load_model_weights(*model_, c.model, path);

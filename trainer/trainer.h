@@ -103,6 +103,7 @@ class Trainer {
   bool handle_nonfinite(const std::string& what);
   std::string nonfinite_parameter() const;
   void start_from(const std::string& finetune_path);
+  void start_from_hf(const std::string& dir);  // train.finetune_from: a transformers model directory
   // dist.check_params_interval: throws if any rank's parameters differ from rank 0's.
   void check_params_agree();
   // last.pt always; update_<N>.pt on the save interval, and after a validation (`validated`)
