@@ -11,6 +11,7 @@
 
 #include "checkpoint/checkpoint_error.h"
 #include "checkpoint/safetensors.h"
+#include "data/tokenizer.h"
 
 namespace nmt::checkpoint {
 namespace fs = std::filesystem;
@@ -230,6 +231,15 @@ void check_model_section(const model::ModelConfig& hf, const model::ModelConfig&
 void check_vocab_json(const std::string& dir, const data::Manifest& manifest, const std::string& shard_dir) {
   const std::string path = (fs::path(dir) / "vocab.json").string();
   if (!fs::exists(path)) return;  // weights alone: the size and special ids are all there is to check
+  if (!manifest.vocab_json.empty()) {  // shards made with data.hf_tokenizer: the same three files
+    const auto in_dir = [&](const char* name) { return (fs::path(dir) / name).string(); };
+    for (const char* name : {"source.spm", "target.spm"})
+      if (!fs::exists(in_dir(name))) throw CheckpointError(in_dir(name) + ": missing beside vocab.json");
+    if (data::marian_vocabulary_sha256(in_dir("source.spm"), in_dir("target.spm"), path) != manifest.spm_sha256)
+      throw CheckpointError(dir + ": its source.spm, target.spm and vocab.json differ from those " + shard_dir +
+                            " was made with (preprocess with data.hf_tokenizer set to this directory)");
+    return;
+  }
   const nlohmann::json vocab = read_json(path);
   const std::string spm_path = (fs::path(shard_dir) / manifest.spm_model).string();
   sentencepiece::SentencePieceProcessor sp;
@@ -244,7 +254,7 @@ void check_vocab_json(const std::string& dir, const data::Manifest& manifest, co
                             (vocab.contains(piece) ? vocab[piece].dump() : std::string("none")) + " there but " +
                             std::to_string(id) + " in " + spm_path +
                             ": vocab.json does not match the SentencePiece model the shards were made with "
-                            "(preprocess with data.spm_model set to the model's source.spm)");
+                            "(preprocess with data.hf_tokenizer set to the model's directory)");
   }
 }
 
@@ -256,7 +266,7 @@ void check_hf_model(const HfModel& hf, const model::ModelConfig& configured, con
   if (hf.config.vocab_size != manifest.vocab_size)
     throw CheckpointError(what + ": its vocabulary has " + std::to_string(hf.config.vocab_size) +
                           " pieces, the shards' " + std::to_string(manifest.vocab_size) +
-                          ": preprocess with the model's tokenizer (data.spm_model set to its source.spm)");
+                          ": preprocess with the model's tokenizer (data.hf_tokenizer set to its directory)");
   const auto same_id = [&](const char* name, int64_t theirs, int64_t ours) {
     if (theirs != ours)
       throw CheckpointError(what + ": config.json's " + name + " is " + std::to_string(theirs) + ", the shards' is " +

@@ -223,6 +223,7 @@ std::vector<Field> data_fields() {
       NMT_FIELD(data, valid_split, Any{}),
       NMT_FIELD(data, test_split, Any{}),
       NMT_FIELD(data, spm_model, Any{}),
+      NMT_FIELD(data, hf_tokenizer, Any{}),
       NMT_FIELD(data, vocab_size, (Range{8, 1e7})),
       NMT_FIELD(data, spm_model_type, (OneOf{{"unigram", "bpe", "char", "word"}})),
       NMT_FIELD(data, spm_threads, (Range{1, 1024})),
@@ -513,6 +514,20 @@ void check_schedule_budget(const Config& cfg, Fail&& fail) {
     fail("schedule.min_lr", fmt::format("{}", s.min_lr), fmt::format("must not exceed schedule.lr = {}", s.lr));
 }
 
+// data.hf_tokenizer encodes with another model's vocabulary: the features that need our own
+// SentencePiece model (its n best, words encoded alone, control symbols, one model for both
+// sides) do not combine with it.
+template <typename Fail>
+void check_hf_tokenizer(const data::DataConfig& d, Fail&& fail) {
+  if (d.hf_tokenizer.empty()) return;
+  const std::vector<std::pair<const char*, bool>> conflicts = {
+      {"data.spm_model", !d.spm_model.empty()}, {"data.subword_samples", d.subword_samples > 0},
+      {"data.reversed_weight", d.reversed_weight > 0}, {"data.concat_weight", d.concat_weight > 0},
+      {"data.source_tags", !d.source_tags.empty()}};
+  for (const auto& [key, set] : conflicts)
+    if (set) fail("data.hf_tokenizer", d.hf_tokenizer, std::string("cannot be combined with ") + key);
+}
+
 // Sampling draws one translation per sentence; temperature 0 would be greedy search, which
 // --beam 1 without sampling already is.
 template <typename Fail>
@@ -556,6 +571,7 @@ void validate(const Config& cfg, Needs needs) {
   if (cfg.data.subword_samples > 0 && cfg.data.spm_model.empty() && cfg.data.spm_model_type != "unigram")
     fail("data.subword_samples", std::to_string(cfg.data.subword_samples),
          "needs data.spm_model_type: unigram (segmentations are drawn from a unigram model's n best)");
+  check_hf_tokenizer(cfg.data, fail);
   if (cfg.data.reversed_until_update > 0 && cfg.data.reversed_weight == 0)
     fail("data.reversed_until_update", std::to_string(cfg.data.reversed_until_update),
          "needs data.reversed_weight > 0 (there is no reversed stage to end)");
@@ -571,6 +587,8 @@ void validate(const Config& cfg, Needs needs) {
     if (!fs::is_directory(cfg.data.raw_dir)) fail("data.raw_dir", cfg.data.raw_dir, "directory does not exist");
     if (!cfg.data.spm_model.empty() && !fs::is_regular_file(cfg.data.spm_model))
       fail("data.spm_model", cfg.data.spm_model, "file does not exist");
+    if (!cfg.data.hf_tokenizer.empty() && !fs::is_directory(cfg.data.hf_tokenizer))
+      fail("data.hf_tokenizer", cfg.data.hf_tokenizer, "directory does not exist");
   }
   // A checkpoint file, or a transformers model directory (checkpoint/hf_import.h).
   if (!cfg.train.finetune_from.empty() && needs == Needs::kShards && !fs::is_regular_file(cfg.train.finetune_from) &&

@@ -27,6 +27,10 @@ struct DataConfig {
   std::string valid_split = "val";                    // raw file prefix used for validation
   std::string test_split = "test_2016_flickr";        // raw file prefix evaluated by default
   std::string spm_model = "";          // reuse this SentencePiece model instead of training one
+  // A transformers model directory whose MarianTokenizer files (source.spm, target.spm,
+  // vocab.json) and config.json's special ids encode the text instead of a SentencePiece model of
+  // our own, so that the shards' ids are that model's ids (fine-tuning from it: train.finetune_from).
+  std::string hf_tokenizer = "";
   int64_t vocab_size = 8000;           // joint SentencePiece vocabulary size (when training one)
   // SentencePiece model type: unigram|bpe|char|word. A string, not an enum: it is checked
   // against these names once (config_loader.cpp) and handed to SentencePiece as it is,

@@ -5,7 +5,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/sha256.h"
 #include "data/data_error.h"
+#include "data/tokenizer.h"
 
 namespace nmt::data {
 namespace {
@@ -40,6 +42,10 @@ std::string Manifest::to_json() const {
   j["tgt_lang"] = tgt_lang;
   j["spm_model"] = spm_model;
   j["spm_sha256"] = spm_sha256;
+  if (!vocab_json.empty()) {
+    j["target_spm_model"] = target_spm_model;
+    j["vocab_json"] = vocab_json;
+  }
   j["vocab_size"] = vocab_size;
   j["special_ids"] = {{"pad", special.pad}, {"unk", special.unk}, {"bos", special.bos}, {"eos", special.eos}};
   json splits_json = json::object();
@@ -72,6 +78,10 @@ Manifest Manifest::from_json(const std::string& text, const std::string& path) {
   m.tgt_lang = str_field(j, "tgt_lang", "", path);
   m.spm_model = str_field(j, "spm_model", "", path);
   m.spm_sha256 = str_field(j, "spm_sha256", "", path);
+  if (j.contains("vocab_json")) {
+    m.vocab_json = str_field(j, "vocab_json", "", path);
+    m.target_spm_model = str_field(j, "target_spm_model", "", path);
+  }
   m.vocab_size = int_field(j, "vocab_size", "", path);
   const json& sp = field(j, "special_ids", "", path);
   m.special.pad = int_field(sp, "pad", "special_ids.", path);
@@ -108,6 +118,15 @@ Manifest Manifest::from_json(const std::string& text, const std::string& path) {
     m.splits[name] = e;
   }
   return m;
+}
+
+std::string Manifest::vocabulary_sha256(const std::string& shard_dir) const {
+  const auto in_dir = [&](const std::string& name) { return (std::filesystem::path(shard_dir) / name).string(); };
+  for (const std::string& name : {spm_model, target_spm_model, vocab_json})
+    if (!name.empty() && !std::filesystem::exists(in_dir(name)))
+      throw DataError(in_dir(name) + ": vocabulary file named by the manifest is missing");
+  if (vocab_json.empty()) return base::sha256_file(in_dir(spm_model));
+  return marian_vocabulary_sha256(in_dir(spm_model), in_dir(target_spm_model), in_dir(vocab_json));
 }
 
 Manifest Manifest::load(const std::string& shard_dir) {

@@ -34,7 +34,11 @@ struct Manifest {
   int64_t format_version = kManifestFormatVersion;
   std::string src_lang, tgt_lang;
   std::string spm_model = kSpmModelName;
-  std::string spm_sha256;
+  std::string spm_sha256;  // the vocabulary's identity (data/tokenizer.h: marian_vocabulary_sha256)
+  // A Marian vocabulary (data.hf_tokenizer; data/tokenizer.h): spm_model is then the source
+  // side's SentencePiece model, these the target side's and vocab.json; empty otherwise, and
+  // absent from the file, so that a SentencePiece manifest's bytes are as before.
+  std::string target_spm_model, vocab_json;
   int64_t vocab_size = 0;
   SpecialIds special;
   std::map<std::string, SplitEntry> splits;
@@ -44,6 +48,8 @@ struct Manifest {
   // Parses and checks every field; errors name `path` and the field.
   static Manifest from_json(const std::string& text, const std::string& path);
   static Manifest load(const std::string& shard_dir);
+  // The vocabulary files' identity as spm_sha256 records it, computed from the files in shard_dir.
+  std::string vocabulary_sha256(const std::string& shard_dir) const;
 };
 
 }  // namespace nmt::data

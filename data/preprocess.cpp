@@ -22,6 +22,7 @@
 #include "data/concat_pairing.h"
 #include "data/data_error.h"
 #include "data/encoded_pairs_spill.h"
+#include "data/hf_vocabulary.h"
 #include "data/reservoir_sample.h"
 #include "data/shard_io.h"
 #include "data/source_tags.h"
@@ -130,12 +131,6 @@ std::string train_sentencepiece(const DataConfig& cfg, const std::vector<RawSpli
   return proto;
 }
 
-std::vector<int> encode(const sentencepiece::SentencePieceProcessor& sp, const std::string& line) {
-  std::vector<int> ids;
-  const auto status = sp.Encode(line, &ids);
-  if (!status.ok()) throw DataError("SentencePiece cannot encode a line: " + status.ToString());
-  return ids;
-}
 
 // The key that names the training data, with its value, for messages.
 std::string training_key(const DataConfig& cfg) {
@@ -198,11 +193,13 @@ std::vector<RawSplit*> training_splits(const DataConfig& cfg, std::vector<RawSpl
   return out;
 }
 
-// The manifest's vocabulary fields, from the SentencePiece model `proto` (loaded into `sp`).
-Manifest vocabulary_manifest(const DataConfig& cfg, const std::string& proto, sentencepiece::SentencePieceProcessor& sp) {
+// The shards' vocabulary from the SentencePiece model `proto`: the model, its tokenizer, the
+// manifest's vocabulary fields.
+ShardVocabulary spm_vocabulary(const DataConfig& cfg, const std::string& proto) {
   const std::string spm_source = cfg.spm_model.empty() ? std::string("trained model") : cfg.spm_model;
-  if (!sp.LoadFromSerializedProto(proto).ok()) throw DataError(spm_source + ": not a SentencePiece model");
-  Manifest m;
+  ShardVocabulary v{Tokenizer::sentencepiece(proto, spm_source), Manifest{}, {{kSpmModelName, proto}}};
+  const sentencepiece::SentencePieceProcessor& sp = v.tokenizer.spm();
+  Manifest& m = v.manifest;
   m.src_lang = cfg.src_lang;
   m.tgt_lang = cfg.tgt_lang;
   m.spm_sha256 = base::sha256_hex(proto);
@@ -212,7 +209,7 @@ Manifest vocabulary_manifest(const DataConfig& cfg, const std::string& proto, se
     throw DataError(spm_source + ": the SentencePiece model needs pad, bos and eos ids (train it with --pad_id etc.)");
   if (cfg.concat_weight > 0) check_encodes_words_alone(sp, spm_source);
   check_source_tags(sp, cfg, spm_source);
-  return m;
+  return v;
 }
 
 // data.workers: 0 means one per core.
@@ -229,11 +226,12 @@ struct EncodedBlock {
 };
 
 // Encodes one pair (line `line` of split `split`) into slot i of `out`.
-void encode_pair(const sentencepiece::SentencePieceProcessor& sp, const std::string& src, const std::string& tgt,
+void encode_pair(const Tokenizer& tok, const std::string& src, const std::string& tgt,
                  const SubwordSampling& sampling, const std::string& split, int64_t line, size_t i, EncodedBlock& out) {
-  out.a[i] = encode(sp, src);
-  out.b[i] = encode(sp, tgt);
+  out.a[i] = tok.encode(src, Side::kSource);
+  out.b[i] = tok.encode(tgt, Side::kTarget);
   if (sampling.count == 0) return;
+  const sentencepiece::SentencePieceProcessor& sp = tok.spm();  // a joint model's n best (config: never Marian's)
   auto src_samples = sample_segmentations(sp, src, sampling, line_key(split, line, 0));
   auto tgt_samples = sample_segmentations(sp, tgt, sampling, line_key(split, line, 1));
   for (size_t k = 0; k < src_samples.size(); ++k) {
@@ -246,7 +244,7 @@ void encode_pair(const sentencepiece::SentencePieceProcessor& sp, const std::str
 // line has its own slot, and each sampled draw its own key, so the result does not depend on
 // how lines were dealt to threads; SentencePiece's Encode and NBestEncode are const and safe to
 // call concurrently. The first error is rethrown.
-void encode_block(const sentencepiece::SentencePieceProcessor& sp, const std::vector<std::string>& src,
+void encode_block(const Tokenizer& tok, const std::vector<std::string>& src,
                   const std::vector<std::string>& tgt, const SubwordSampling& sampling, const std::string& split,
                   int64_t first_line, int workers, EncodedBlock& out) {
   out.a.assign(src.size(), {});
@@ -257,7 +255,7 @@ void encode_block(const sentencepiece::SentencePieceProcessor& sp, const std::ve
   auto work = [&](int w) {
     try {
       for (size_t i = static_cast<size_t>(w); i < src.size(); i += static_cast<size_t>(workers))
-        encode_pair(sp, src[i], tgt[i], sampling, split, first_line + static_cast<int64_t>(i), i, out);
+        encode_pair(tok, src[i], tgt[i], sampling, split, first_line + static_cast<int64_t>(i), i, out);
     } catch (...) {
       errors[static_cast<size_t>(w)] = std::current_exception();
     }
@@ -371,12 +369,12 @@ constexpr size_t kBlockLines = 8192;
 // Streams one split through SentencePiece, a block of lines at a time on data.workers threads,
 // and appends the kept pairs, in input order, to `out` (and, for a training corpus, its derived
 // splits to `derived`).
-void encode_split(const DataConfig& cfg, const RawSplit& s, const sentencepiece::SentencePieceProcessor& sp,
+void encode_split(const DataConfig& cfg, const RawSplit& s, const Tokenizer& tok,
                   base::SignalDeferral& interrupts, std::FILE* log, EncodedPairsWriter& out, DerivedWriters& derived,
                   SplitEntry& entry) {
   const SubwordSampling sampling{static_cast<int64_t>(derived.samples.size()), cfg.subword_nbest, cfg.subword_alpha};
   const int workers = worker_count(cfg);
-  const int tag = source_tag_id(sp, cfg, s.name);
+  const int tag = source_tag_id(tok.spm(), cfg, s.name);
   entry.raw_lines = s.lines;
   base::Progress progress("preprocess " + s.name, entry.raw_lines, log);
   LineReader src_in(s.src_path), tgt_in(s.tgt_path);
@@ -388,7 +386,7 @@ void encode_split(const DataConfig& cfg, const RawSplit& s, const sentencepiece:
     const int64_t first_line = src_in.lines_read();
     read_block(src_in, tgt_in, kBlockLines, src_lines, tgt_lines);
     if (src_lines.empty()) break;
-    encode_block(sp, src_lines, tgt_lines, sampling, s.name, first_line, workers, block);
+    encode_block(tok, src_lines, tgt_lines, sampling, s.name, first_line, workers, block);
     append_block(cfg, s, block, src_lines, tgt_lines, first_line / static_cast<int64_t>(kBlockLines), tag, out, derived,
                  entry);
   }
@@ -426,7 +424,7 @@ std::vector<std::string> write_split_shards(const std::string& name, int64_t sha
 // (`pairs_path` names each), counting in `entry`. Returns how many pairs its joined split holds
 // alone (0 without one).
 template <typename PairsPath>
-int64_t encode_with_derived(const DataConfig& cfg, const RawSplit& s, const sentencepiece::SentencePieceProcessor& sp,
+int64_t encode_with_derived(const DataConfig& cfg, const RawSplit& s, const Tokenizer& tok,
                             base::SignalDeferral& interrupts, std::FILE* log, const PairsPath& pairs_path,
                             SplitEntry& entry) {
   const bool is_train = is_training_corpus(cfg, s.name);
@@ -438,7 +436,7 @@ int64_t encode_with_derived(const DataConfig& cfg, const RawSplit& s, const sent
     derived.reversed = std::make_unique<EncodedPairsWriter>(pairs_path(reversed_split(s.name)));
   if (is_train && cfg.concat_weight > 0)
     derived.concatenated = std::make_unique<EncodedPairsWriter>(pairs_path(concat_split(s.name)));
-  encode_split(cfg, s, sp, interrupts, log, pairs, derived, entry);
+  encode_split(cfg, s, tok, interrupts, log, pairs, derived, entry);
   return derived.concatenated_alone;
 }
 
@@ -455,11 +453,10 @@ void log_split(std::FILE* log, const DataConfig& cfg, const std::string& name, c
 
 // Encodes and shards every split into `tmp`, then writes the manifest there. Returns the
 // files written, to be published in this order (the manifest, which names them, last).
-std::vector<std::string> write_all(const DataConfig& cfg, const std::vector<RawSplit>& splits,
-                                   const sentencepiece::SentencePieceProcessor& sp, const std::string& proto,
+std::vector<std::string> write_all(const DataConfig& cfg, const std::vector<RawSplit>& splits, const ShardVocabulary& v,
                                    const fs::path& tmp, base::SignalDeferral& interrupts, std::FILE* log, Manifest& m) {
   std::vector<std::string> outputs;
-  write_file_bytes((tmp / kSpmModelName).string(), proto);
+  for (const auto& [name, bytes] : v.files) write_file_bytes((tmp / name).string(), bytes);
   auto pairs_path = [&](const std::string& split) { return (tmp / (split + ".encoded-pairs")).string(); };
   for (const RawSplit& s : splits) {
     const bool is_train = is_training_corpus(cfg, s.name);
@@ -470,7 +467,7 @@ std::vector<std::string> write_all(const DataConfig& cfg, const std::vector<RawS
     if (is_train && cfg.reversed_weight > 0) names.push_back(reversed_split(s.name));
     if (is_train && cfg.concat_weight > 0) names.push_back(concat_split(s.name));
     SplitEntry entry;
-    const int64_t alone = encode_with_derived(cfg, s, sp, interrupts, log, pairs_path, entry);
+    const int64_t alone = encode_with_derived(cfg, s, v.tokenizer, interrupts, log, pairs_path, entry);
     for (const std::string& name : names) {
       SplitEntry e = entry;  // a sampled, reversed or joined split keeps exactly the corpus's pairs
       const std::vector<std::string> files = write_split_shards(name, shards_wanted, m, pairs_path(name), tmp, interrupts, e);
@@ -481,7 +478,7 @@ std::vector<std::string> write_all(const DataConfig& cfg, const std::vector<RawS
     }
   }
   write_file_bytes((tmp / kManifestName).string(), m.to_json());
-  outputs.push_back(kSpmModelName);
+  for (const auto& file : v.files) outputs.push_back(file.first);
   outputs.push_back(kManifestName);
   return outputs;
 }
@@ -490,7 +487,7 @@ std::vector<std::string> write_all(const DataConfig& cfg, const std::vector<RawS
 // one streaming pass) and returns the vocabulary: the given model, or one trained on it.
 std::string scan_and_get_vocabulary(const DataConfig& cfg, std::vector<RawSplit>& splits, std::FILE* log) {
   constexpr uint64_t kSampleSeed = 1;  // fixed: the same corpus gives the same vocabulary
-  const bool train_spm = cfg.spm_model.empty();
+  const bool train_spm = cfg.spm_model.empty() && cfg.hf_tokenizer.empty();
   LineSample sample(static_cast<uint64_t>(cfg.spm_sample_lines), kSampleSeed);
   // Unsampled splits first, then the training corpora in name order: the sample's stream is
   // corpus by corpus, each source side then target side.
@@ -498,6 +495,7 @@ std::string scan_and_get_vocabulary(const DataConfig& cfg, std::vector<RawSplit>
     if (!is_training_corpus(cfg, s.name)) scan_split(s, nullptr);
   const std::vector<RawSplit*> corpora = training_splits(cfg, splits);
   for (RawSplit* c : corpora) scan_split(*c, train_spm ? &sample : nullptr);
+  if (!cfg.hf_tokenizer.empty()) return "";  // hf_vocabulary() reads its files
   if (!train_spm) return read_file_bytes(cfg.spm_model);
   const uint64_t offered = sample.offered();
   return train_sentencepiece(cfg, corpora, sample.take_in_stream_order(), offered, log);
@@ -510,8 +508,8 @@ Manifest preprocess(const DataConfig& cfg, std::FILE* log) {
   // model or train a joint one on the training split's sample.
   std::vector<RawSplit> splits = find_raw_splits(cfg);
   const std::string proto = scan_and_get_vocabulary(cfg, splits, log);
-  sentencepiece::SentencePieceProcessor sp;
-  Manifest m = vocabulary_manifest(cfg, proto, sp);
+  const ShardVocabulary vocabulary = cfg.hf_tokenizer.empty() ? spm_vocabulary(cfg, proto) : hf_vocabulary(cfg);
+  Manifest m = vocabulary.manifest;
 
   // 3. Encode and shard every split into a temporary directory.
   fs::create_directories(cfg.shard_dir);
@@ -525,7 +523,7 @@ Manifest preprocess(const DataConfig& cfg, std::FILE* log) {
   fs::create_directories(tmp);
   std::vector<std::string> outputs;
   try {
-    outputs = write_all(cfg, splits, sp, proto, tmp, interrupts, log, m);
+    outputs = write_all(cfg, splits, vocabulary, tmp, interrupts, log, m);
   } catch (const base::Interrupted& e) {
     std::error_code ec;
     fs::remove_all(tmp, ec);

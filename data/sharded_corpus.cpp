@@ -37,8 +37,9 @@ ShardedCorpus::ShardedCorpus(const std::string& shard_dir, const std::vector<std
     : dir_(shard_dir), manifest_(Manifest::load(shard_dir)) {
   const std::string spm_path = (fs::path(dir_) / manifest_.spm_model).string();
   if (!fs::exists(spm_path)) throw DataError(spm_path + ": SentencePiece model named by the manifest is missing");
-  if (base::sha256_file(spm_path) != manifest_.spm_sha256)
-    throw DataError(spm_path + ": checksum differs from the manifest's field 'spm_sha256'");
+  if (manifest_.vocabulary_sha256(dir_) != manifest_.spm_sha256)
+    throw DataError(spm_path + (manifest_.vocab_json.empty() ? "" : " (with its target model and vocab.json)") +
+                    ": checksum differs from the manifest's field 'spm_sha256'");
   shard_begin_.push_back(0);
   // Reserved from the manifest: grown by doubling, a 4.5M-pair corpus left ~2x its lengths
   // resident in freed blocks (freed memory stays mapped: runtime/malloc_tuning.h). Only a

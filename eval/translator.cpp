@@ -26,8 +26,7 @@ Translator::Translator(const config::Config& cfg, model::Transformer model, cons
 }
 
 void Translator::init() {
-  const std::string spm_path = (std::filesystem::path(cfg_.data.shard_dir) / manifest_.spm_model).string();
-  if (!spm_.Load(spm_path).ok()) throw data::DataError(spm_path + ": cannot load the SentencePiece model");
+  tokenizer_ = data::Tokenizer::load(cfg_.data.shard_dir, manifest_);
   const config::Config& cfg = cfg_;
   options_.beam = cfg.eval.beam;
   options_.lenpen = cfg.eval.lenpen;
@@ -38,8 +37,8 @@ void Translator::init() {
   options_.eos = manifest_.special.eos;
   options_.pad = manifest_.special.pad;
   // Source tags (data/source_tags.h) are control symbols: no translation may contain one.
-  for (int id = 0; id < spm_.GetPieceSize(); ++id)
-    if (spm_.IsControl(id) && id != options_.bos && id != options_.eos && id != options_.pad)
+  for (int id = 0; id < tokenizer_.size(); ++id)
+    if (tokenizer_.is_control(id) && id != options_.bos && id != options_.eos && id != options_.pad)
       options_.never_emit.push_back(id);
   options_.sample = cfg.eval.sampling != config::Sampling::kNone;
   options_.sampling.topk = cfg.eval.sampling == config::Sampling::kTopK ? cfg.eval.sampling_topk : 0;
@@ -69,8 +68,7 @@ void truncate_source(std::vector<int32_t>& ids, int64_t max_positions) {
 }
 
 std::vector<int32_t> Translator::encode_whole(const std::string& line) const {
-  std::vector<int> ids;
-  spm_.Encode(line, &ids);
+  const std::vector<int> ids = tokenizer_.encode(line, data::Side::kSource);
   return {ids.begin(), ids.end()};
 }
 
@@ -81,10 +79,7 @@ std::vector<int32_t> Translator::encode(const std::string& line) const {
 }
 
 std::string Translator::decode(const std::vector<int64_t>& ids) const {
-  std::vector<int> v(ids.begin(), ids.end());
-  std::string text;
-  spm_.Decode(v, &text);
-  return text;
+  return tokenizer_.decode(std::vector<int>(ids.begin(), ids.end()));
 }
 
 std::vector<std::vector<Translation>> Translator::translate_ids(const std::vector<std::vector<int32_t>>& sources,

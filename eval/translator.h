@@ -1,13 +1,13 @@
 #pragma once
 // Text in, text out: SentencePiece encoding, length-sorted batching, search, and
 // detokenization around a trained model. Shared by evaluate and translate.
-#include <sentencepiece_processor.h>
 #include <torch/torch.h>
 
 #include <string>
 #include <vector>
 
 #include "data/manifest.h"
+#include "data/tokenizer.h"
 #include "eval/search.h"
 #include "model/transformer.h"
 #include "config/config.h"
@@ -37,7 +37,7 @@ class Translator {
   const data::Manifest& manifest() const { return manifest_; }
   SearchOptions& options() { return options_; }
 
-  // SentencePiece ids of `line`, cut as truncate_source does (encode) or whole (encode_whole).
+  // The vocabulary's ids of `line`, cut as truncate_source does (encode) or whole (encode_whole).
   std::vector<int32_t> encode(const std::string& line) const;
   std::vector<int32_t> encode_whole(const std::string& line) const;
   std::string decode(const std::vector<int64_t>& ids) const;
@@ -57,7 +57,7 @@ class Translator {
 
   config::Config cfg_;
   data::Manifest manifest_;
-  sentencepiece::SentencePieceProcessor spm_;
+  data::Tokenizer tokenizer_;  // the shards' vocabulary: SentencePiece, or a Marian vocabulary
   torch::Device device_;
   std::vector<model::Transformer> models_;
   model::Transformer channel_{nullptr};  // eval.channel_checkpoint's model, or none

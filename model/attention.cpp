@@ -17,7 +17,11 @@ torch::Tensor causal_mask(int64_t len, const torch::Device& device) {
 }
 
 torch::Tensor decoder_self_mask(const torch::Tensor& tgt_tokens, int64_t pad) {
-  return causal_mask(tgt_tokens.size(1), tgt_tokens.device()) & padding_mask(tgt_tokens, pad);
+  // The first position is the decoder's start token, always seen: Marian's start token is its
+  // pad (data.hf_tokenizer), ours BOS, so for ours this changes nothing.
+  torch::Tensor seen = tgt_tokens.ne(pad);
+  seen.select(1, 0).fill_(true);
+  return causal_mask(tgt_tokens.size(1), tgt_tokens.device()) & seen.unsqueeze(1).unsqueeze(2);
 }
 
 MultiHeadAttentionImpl::MultiHeadAttentionImpl(int64_t d_model, int64_t heads, double dropout, bool self_attention)

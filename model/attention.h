@@ -12,7 +12,8 @@ torch::Tensor padding_mask(const torch::Tensor& tokens, int64_t pad);
 // [1, 1, len, len]: true on and below the diagonal (position i sees positions <= i).
 torch::Tensor causal_mask(int64_t len, const torch::Device& device);
 // The decoder's self-attention mask of the paper: subsequent positions and padding both
-// hidden. [batch, 1, len, len].
+// hidden, but never the first position, the decoder's start token (which is pad in Marian's
+// models). [batch, 1, len, len].
 torch::Tensor decoder_self_mask(const torch::Tensor& tgt_tokens, int64_t pad);
 
 // Keys and values of a cross-attention layer kept across decoding steps (the memory's

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Fine-tuning from a transformers model directory (issue 84): train.finetune_from: DIR.
-#   - a Marian-layout model built here from OPUS-MT's config.json (tests/make_marian_model.py:
-#     random weights, SiLU, final_logits_bias, key biases), the shards preprocessed with its
-#     source.spm: imported, its logits equal transformers' within 1e-4 (the imported weights
-#     through the PyTorch reference forward, tests/hf_parity.py), and a few hundred updates of
-#     fine-tuning lower the val loss;
-#   - our own export (tools/export_hf.py) imported again gives our tensors back bit for bit;
+#   - an OPUS-MT-layout model built here from OPUS-MT's config.json (tests/make_marian_model.py:
+#     random weights, SiLU, final_logits_bias, key biases; source.spm and target.spm with one
+#     joint vocab.json, pad as the decoder's start), the shards preprocessed with its tokenizer
+#     (data.hf_tokenizer: MarianTokenizer's ids, checked with h5py): imported, its logits equal
+#     transformers' within 1e-4 (the imported weights through the PyTorch reference forward,
+#     tests/hf_parity.py), and 300 updates of fine-tuning lower the val loss;
+#   - the fine-tuned model exported (tools/export_hf.py): transformers' greedy generate gives our
+#     translate's lines, and imported again it gives our tensors back bit for bit;
 #   - the refusals: not a transformers model, another architecture or activation, a config
-#     model section that disagrees, a vocabulary size or vocab.json that is not the shards'.
+#     model section that disagrees, a vocabulary size or vocab.json that is not the shards' or
+#     not its .spm files', data.hf_tokenizer with data.spm_model.
 #   hf_import.sh BUILD_DIR PYTHON
 set -uo pipefail
 build=$1 python=$2
@@ -15,6 +18,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 tools=$(cd "$here/../tools" && pwd)
 # shellcheck source=tests/job_env.sh
 source "$here/job_env.sh"
+TRANS=$build/eval/translate
 "$python" -c "import transformers, safetensors, sentencepiece" 2> /dev/null \
   || fail "$python lacks transformers, safetensors or sentencepiece (launch/setup.sh installs them)"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_VERBOSITY=error
@@ -27,12 +31,22 @@ optim: {label_smoothing: 0.0}
 schedule: {type: inverse_sqrt, lr: 0.003, warmup_updates: 50}
 train: {max_updates: 300, threads: 1, log_interval: 100, validate_interval_updates: 300, save_interval_updates: 300, save_dir: run}
 YAML
-# A SentencePiece model trained on the toy corpus's 2,000 lines: the "pretrained" tokenizer.
-"$PRE" --config c.yaml data.shard_dir=spm_src > /dev/null 2>&1 || fail "preprocess (the tokenizer)"
-"$python" "$here/make_marian_model.py" spm_src/spm.model spm_src/manifest.json marian || fail "make_marian_model.py"
-# The user's step: preprocess with the imported tokenizer, so that the shards' ids are the model's.
-"$PRE" --config c.yaml data.spm_model=marian/source.spm > /dev/null 2>&1 || fail "preprocess with marian/source.spm"
-
+# An OPUS-MT-layout model: one SentencePiece model per side trained on the toy corpus's 2,000
+# lines, Marian's joint vocab.json ("</s>" 0, "<unk>" 1, "<pad>" last and the decoder's start).
+"$python" "$here/make_marian_model.py" marian --opus raw/train.de raw/train.en || fail "make_marian_model.py"
+# The user's step: preprocess with the model's tokenizer, so that the shards' ids are the model's.
+"$PRE" --config c.yaml data.hf_tokenizer=marian > pre.log 2>&1 || { cat pre.log; fail "preprocess with data.hf_tokenizer"; }
+PYTHONPATH=$here "$python" - <<'PY' || fail "the shards are not MarianTokenizer's ids"
+import transformers
+from shard_pairs import split_pairs
+tok = transformers.AutoTokenizer.from_pretrained("marian")
+src, tgt = (open(f"raw/train.{l}").read().splitlines() for l in ("de", "en"))
+theirs = sorted((tuple(s[:-1]), tuple(t[:-1])) for s, t in
+                zip(tok(src).input_ids, tok(text_target=tgt).input_ids) if len(s) > 1 and len(t) > 1)
+ours = sorted(split_pairs("shards", "train"))
+assert theirs == ours, (len(theirs), len(ours), [p for p in ours if p not in set(theirs)][:3])
+print(f"ok: the shards hold MarianTokenizer's ids of all {len(ours)} training pairs (source.spm, target.spm, vocab.json)")
+PY
 # refused NAME EXPECTED-TEXT COMMAND...: exit 2 and one line on stderr holding the text.
 refused() {
   local name=$1 want=$2; shift 2
@@ -54,6 +68,15 @@ exec(edit)
 json.dump(c, open(f"{d}/config.json", "w")), json.dump(v, open(f"{d}/vocab.json", "w"))
 PY
 }
+bad_copy novocab 'v = {"</s>": 0, "<unk>": 1, "<pad>": 2}; c["vocab_size"] = 3'
+refused "a vocab.json that does not match its .spm files" "vocab.json does not match its .spm files" \
+  "$PRE" --config c.yaml data.hf_tokenizer=novocab data.shard_dir=s1
+bad_copy wrongsize 'c["vocab_size"] += 1'
+refused "weights whose vocabulary size differs from the tokenizer's" "differs from the" \
+  "$PRE" --config c.yaml data.hf_tokenizer=wrongsize data.shard_dir=s2
+refused "data.hf_tokenizer with data.spm_model" "cannot be combined with data.spm_model" \
+  "$PRE" --config c.yaml data.hf_tokenizer=marian data.spm_model=marian/source.spm data.shard_dir=s3
+[ ! -e s1/manifest.json ] && [ ! -e s2/manifest.json ] && [ ! -e s3 ] || fail "a refused preprocess wrote shards"
 T=("$TRAIN" --config c.yaml train.max_updates=1 schedule.lr=0)
 mkdir notamodel && echo x > notamodel/weights.bin
 refused "a directory that is not a transformers model" "'notamodel' (command line 'train.finetune_from=notamodel'): is a directory without config.json" \
@@ -71,11 +94,11 @@ bad_copy bigvocab 'c["vocab_size"] = c["decoder_vocab_size"] = 41'
 refused "a vocabulary size that differs from the weights" "the embedding is not [vocab_size, d_model] = [41, 32]" \
   "${T[@]}" train.finetune_from=bigvocab train.save_dir=r6
 bad_copy swapped 'a, b = sorted(v)[5:7]; v[a], v[b] = v[b], v[a]'
-refused "a vocab.json that does not match the SentencePiece model" "vocab.json does not match the SentencePiece model" \
+refused "a tokenizer other than the shards'" "differ from those shards was made with" \
   "${T[@]}" train.finetune_from=swapped train.save_dir=r7
-"$PRE" --config c.yaml data.vocab_size=36 data.shard_dir=shards36 > /dev/null 2>&1 || fail "preprocess with 36 pieces"
-refused "shards made with another tokenizer" "its vocabulary has 40 pieces, the shards' 36" \
-  "${T[@]}" train.finetune_from=marian data.shard_dir=shards36 train.save_dir=r8
+"$PRE" --config c.yaml data.vocab_size=38 data.shard_dir=shards38 > /dev/null 2>&1 || fail "preprocess with 38 pieces"
+refused "shards made with another tokenizer" "pieces, the shards' 38" \
+  "${T[@]}" train.finetune_from=marian data.shard_dir=shards38 train.save_dir=r8
 for r in r1 r2 r3 r4 r5 r6 r7 r8; do [ ! -e "$r/last.pt" ] || fail "a refused import wrote $r/last.pt"; done
 
 # The import itself: one update at learning rate 0 writes the imported weights as our checkpoint.
@@ -84,6 +107,7 @@ grep -q "fine-tuning from the transformers model marian" import.log || { tail -3
 cat raw/val.de raw/test_2016_flickr.de > src.txt && cat raw/val.en raw/test_2016_flickr.en > ref.txt
 "$python" "$here/hf_parity.py" logits imported/last.pt marian shards src.txt ref.txt \
   || fail "the imported model's logits are not transformers'"
+echo "ok: $(grep -o 'fine-tuning from the transformers model .*' import.log)"
 loss_at_import=$(grep -o 'best validation loss [0-9.]*' import.log | grep -o '[0-9.]*$')
 
 # Fine-tuning: 300 updates from the import lower the val loss.
@@ -93,9 +117,23 @@ loss_tuned=$(grep -o 'best validation loss [0-9.]*' tuned.log | grep -o '[0-9.]*
   || fail "fine-tuning did not lower the val loss: $loss_at_import -> $loss_tuned"
 echo "ok: 300 updates of fine-tuning from the Marian model: val loss $loss_at_import -> $loss_tuned"
 
-# Round trip: our fine-tuned model exported (Marian's classes: post-norm) and imported again.
+# The fine-tuned model exported (Marian's classes, the Marian vocabulary's files): transformers'
+# greedy generate gives our translate's lines, and imported again it gives our tensors back.
 "$python" "$tools/export_hf.py" --checkpoint tuned/last.pt --config c.yaml --output exported > export.log 2>&1 \
   || { cat export.log; fail "export the fine-tuned model"; }
+"$TRANS" --config c.yaml --checkpoint tuned/last.pt --beam 1 --input src.txt > ours.greedy 2> err.txt || { cat err.txt; fail translate; }
+"$python" - <<'PY' || fail "transformers does not decode the fine-tuned Marian-vocabulary model as our translate"
+import torch, transformers
+tok = transformers.AutoTokenizer.from_pretrained("exported")
+model = transformers.AutoModelForSeq2SeqLM.from_pretrained("exported").eval()
+src, ours = open("src.txt").read().splitlines(), open("ours.greedy").read().splitlines()
+with torch.no_grad():
+    ids = model.generate(**tok(src, padding=True, return_tensors="pt"), num_beams=1)
+theirs = tok.batch_decode(ids, skip_special_tokens=True)
+same = sum(a == b for a, b in zip(ours, theirs))
+print(f"ok: greedy generate gives our translate --beam 1 on {same}/{len(ours)} lines")
+assert same >= 0.99 * len(ours), [(a, b) for a, b in zip(ours, theirs) if a != b][:3]
+PY
 "${T[@]}" train.finetune_from=exported train.save_dir=again > again.log 2>&1 || { tail -5 again.log; fail "import our export"; }
 "$python" - <<'PY' || fail "export then import does not give our tensors back"
 import torch

@@ -1,20 +1,24 @@
 """Writes a Marian-layout transformers model directory as OPUS-MT publishes one, with random
 weights: MarianMTModel from Helsinki-NLP/opus-mt-de-en's config.json (post-norm, SiLU ("swish"),
 scaled embeddings, static [sin | cos] positions, tied embeddings, final_logits_bias), scaled
-down, plus MarianTokenizer's files (source.spm, target.spm, one shared vocab.json). No OPUS-MT
-weights can be downloaded here, so the test builds this one.
+down, plus MarianTokenizer's files. No OPUS-MT weights can be downloaded here, so the test
+builds this one. Every weight is random and non-zero, key biases and final_logits_bias included
+(our import drops the key bias: softmax cancels it).
 
-The tokenizer is a SentencePiece model trained on a few thousand lines (given), and vocab.json
-gives each piece its SentencePiece id, with config.json's special ids the model's own pad,
-EOS and, as the decoder's start, BOS. Every weight is random and non-zero, key biases and
-final_logits_bias included (our import drops the key bias: softmax cancels it).
+Two tokenizers:
+  --opus SRC_TEXT TGT_TEXT: OPUS-MT's own layout. A SentencePiece model per side trained on the
+      given lines (source.spm, target.spm, SentencePiece's default ids), one vocab.json joining
+      their pieces as Marian does ("</s>" 0, "<unk>" 1, the pieces, "<pad>" last), config.json's
+      eos 0, pad the last id and the decoder's start token pad;
+  --aligned SPM_MODEL MANIFEST: one SentencePiece model of ours as both .spm files, vocab.json
+      its own ids, config.json its pad, EOS and (as decoder start) BOS.
 
-  make_marian_model.py SPM_MODEL MANIFEST OUT_DIR [SEED]
+  make_marian_model.py OUT_DIR (--opus SRC_TEXT TGT_TEXT | --aligned SPM_MODEL MANIFEST) [--seed N]
 """
+import argparse
 import json
 import os
 import shutil
-import sys
 
 import sentencepiece
 import torch
@@ -38,37 +42,65 @@ SCALED = {"d_model": 32, "encoder_attention_heads": 4, "decoder_attention_heads"
           "max_position_embeddings": 256, "max_length": 256}
 
 
-def main():
-    spm_path, manifest_path, out = sys.argv[1:4]
-    seed = int(sys.argv[4]) if len(sys.argv) > 4 else 1
+def opus_tokenizer(out, src_text, tgt_text):
+    """Two SentencePiece models and Marian's joint vocab.json; returns (vocab, special ids)."""
+    for side, text in (("source", src_text), ("target", tgt_text)):
+        sentencepiece.SentencePieceTrainer.train(input=text, model_prefix=os.path.join(out, side), vocab_size=32,
+                                                 hard_vocab_limit=False, character_coverage=1.0, minloglevel=2)
+        os.replace(os.path.join(out, side + ".model"), os.path.join(out, side + ".spm"))
+        os.remove(os.path.join(out, side + ".vocab"))
+    vocab = {"</s>": 0, "<unk>": 1}
+    for side in ("source", "target"):
+        sp = sentencepiece.SentencePieceProcessor(model_file=os.path.join(out, side + ".spm"))
+        for i in range(sp.get_piece_size()):
+            if not (sp.is_control(i) or sp.is_unknown(i)):
+                vocab.setdefault(sp.id_to_piece(i), len(vocab))
+    vocab["<pad>"] = len(vocab)
+    return vocab, {"eos": 0, "unk": 1, "pad": vocab["<pad>"], "start": vocab["<pad>"]}
+
+
+def aligned_tokenizer(out, spm_path, manifest_path):
     special = json.load(open(manifest_path))["special_ids"]
-    sp = sentencepiece.SentencePieceProcessor(model_file=spm_path)
-    size = sp.get_piece_size()
-    config = dict(OPUS_MT_DE_EN, **SCALED, vocab_size=size, decoder_vocab_size=size, pad_token_id=special["pad"],
-                  eos_token_id=special["eos"], forced_eos_token_id=special["eos"], bos_token_id=special["bos"],
-                  decoder_start_token_id=special["bos"], bad_words_ids=[[special["pad"]]])
-    transformers.utils.logging.disable_progress_bar()
-    torch.manual_seed(seed)
-    model = transformers.MarianMTModel(transformers.MarianConfig(**config)).eval()
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if name.endswith(".bias"):
-                p.normal_(0, 0.1)  # key biases too: our import drops them
-            elif "layer_norm" in name:
-                p.normal_(1, 0.1)
-        model.final_logits_bias.normal_(0, 0.5)
-    model.save_pretrained(out)
     for name in ("source.spm", "target.spm"):
         shutil.copyfile(spm_path, os.path.join(out, name))
-    with open(os.path.join(out, "vocab.json"), "w", encoding="utf-8") as f:
-        json.dump({sp.id_to_piece(i): i for i in range(size)}, f, ensure_ascii=False)
-    tokenizer = transformers.MarianTokenizer(os.path.join(out, "source.spm"), os.path.join(out, "target.spm"),
-                                             os.path.join(out, "vocab.json"), unk_token=sp.id_to_piece(special["unk"]),
-                                             eos_token=sp.id_to_piece(special["eos"]),
-                                             pad_token=sp.id_to_piece(special["pad"]))
-    tokenizer.save_pretrained(out)
-    print(f"make_marian_model: wrote {out}: MarianMTModel, {size} pieces, d_model {SCALED['d_model']}, "
-          f"{SCALED['encoder_layers']}+{SCALED['decoder_layers']} layers, swish")
+    sp = sentencepiece.SentencePieceProcessor(model_file=spm_path)
+    vocab = {sp.id_to_piece(i): i for i in range(sp.get_piece_size())}
+    return vocab, {"eos": special["eos"], "unk": special["unk"], "pad": special["pad"], "start": special["bos"]}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("out")
+    p.add_argument("--opus", nargs=2, metavar=("SRC_TEXT", "TGT_TEXT"))
+    p.add_argument("--aligned", nargs=2, metavar=("SPM_MODEL", "MANIFEST"))
+    p.add_argument("--seed", type=int, default=1)
+    args = p.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    vocab, ids = opus_tokenizer(args.out, *args.opus) if args.opus else aligned_tokenizer(args.out, *args.aligned)
+    pieces = {i: piece for piece, i in vocab.items()}
+    size = len(vocab)
+    config = dict(OPUS_MT_DE_EN, **SCALED, vocab_size=size, decoder_vocab_size=size, pad_token_id=ids["pad"],
+                  eos_token_id=ids["eos"], forced_eos_token_id=ids["eos"], bos_token_id=ids["eos"],
+                  decoder_start_token_id=ids["start"], bad_words_ids=[[ids["pad"]]])
+    transformers.utils.logging.disable_progress_bar()
+    torch.manual_seed(args.seed)
+    model = transformers.MarianMTModel(transformers.MarianConfig(**config)).eval()
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if name.endswith(".bias"):
+                param.normal_(0, 0.1)  # key biases too: our import drops them
+            elif "layer_norm" in name:
+                param.normal_(1, 0.1)
+        model.final_logits_bias.normal_(0, 0.5)
+    model.save_pretrained(args.out)
+    with open(os.path.join(args.out, "vocab.json"), "w", encoding="utf-8") as f:
+        json.dump(vocab, f, ensure_ascii=False)
+    tokenizer = transformers.MarianTokenizer(os.path.join(args.out, "source.spm"), os.path.join(args.out, "target.spm"),
+                                             os.path.join(args.out, "vocab.json"), unk_token=pieces[ids["unk"]],
+                                             eos_token=pieces[ids["eos"]], pad_token=pieces[ids["pad"]])
+    tokenizer.save_pretrained(args.out)
+    print(f"make_marian_model: wrote {args.out}: MarianMTModel, {size} pieces ({'OPUS-MT layout' if args.opus else 'aligned'}"
+          f"), d_model {SCALED['d_model']}, {SCALED['encoder_layers']}+{SCALED['decoder_layers']} layers, swish")
 
 
 if __name__ == "__main__":

@@ -98,7 +98,9 @@ def forward(w, src, tgt, pre_norm, scale_norm=False, fix_norm=False, activation=
     src_mask = (src != PAD)[:, None, None, :]
     t = tgt.shape[1]
     causal = torch.tril(torch.ones(t, t, dtype=torch.bool))[None, None]
-    self_mask = causal & (tgt != PAD)[:, None, None, :]
+    seen = tgt != PAD
+    seen[:, 0] = True  # the decoder's start token, pad itself in Marian's models (model/attention.h)
+    self_mask = causal & seen[:, None, None, :]
 
     lin = lambda h, name: F.linear(h, w[name + ".weight"], w[name + ".bias"])
     ffn = lambda h, p: lin(ACTIVATIONS[activation](lin(h, p + "ffn.fc1")), p + "ffn.fc2")

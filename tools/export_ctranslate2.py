@@ -59,6 +59,9 @@ def export(args):
     if not shard_dir:
         raise BadInput("no shard directory: give --shard-dir or --config with data.shard_dir")
     vocab = nmtrain_vocab.load(shard_dir, ckpt)
+    if vocab.vocab_json_path:
+        raise BadInput(f"{shard_dir}: a Marian vocabulary (data.hf_tokenizer) has two SentencePiece models and a "
+                       f"vocab.json, which this exporter does not write yet; use tools/export_hf.py")
     settings = decoding_settings(ckpt, config, vocab)
     # The shard directory and SentencePiece model are known only now (from the config or the
     # checkpoint): checked again before anything is written.

@@ -70,10 +70,15 @@ def generation_settings(ckpt, config, vocab):
 def write_tokenizer(tmp, vocab, max_positions):
     from transformers import MarianTokenizer
 
-    for name in ("source.spm", "target.spm"):
-        shutil.copyfile(vocab.spm_path, os.path.join(tmp, name))
-    with open(os.path.join(tmp, "vocab.json"), "w", encoding="utf-8") as f:
-        json.dump({piece: i for i, piece in enumerate(vocab.pieces)}, f, ensure_ascii=False, indent=1)
+    if vocab.vocab_json_path:  # shards made with a Marian vocabulary (data.hf_tokenizer): its own files
+        for name, path in (("source.spm", vocab.spm_path), ("target.spm", vocab.target_spm_path),
+                           ("vocab.json", vocab.vocab_json_path)):
+            shutil.copyfile(path, os.path.join(tmp, name))
+    else:  # our joint SentencePiece model on both sides, its ids as vocab.json
+        for name in ("source.spm", "target.spm"):
+            shutil.copyfile(vocab.spm_path, os.path.join(tmp, name))
+        with open(os.path.join(tmp, "vocab.json"), "w", encoding="utf-8") as f:
+            json.dump({piece: i for i, piece in enumerate(vocab.pieces)}, f, ensure_ascii=False, indent=1)
     tokenizer = MarianTokenizer(os.path.join(tmp, "source.spm"), os.path.join(tmp, "target.spm"),
                                 os.path.join(tmp, "vocab.json"), source_lang=vocab.src_lang,
                                 target_lang=vocab.tgt_lang, unk_token=vocab.piece("unk"),

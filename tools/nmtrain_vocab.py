@@ -1,6 +1,7 @@
 """The vocabulary a checkpoint was trained with: the shard directory's manifest.json
 (data/manifest.h) and its SentencePiece model, checked against the checkpoint the way
 checkpoint/model_setup.cpp does (same SHA-256, same language pair, same size)."""
+import hashlib
 import json
 import os
 from dataclasses import dataclass
@@ -18,6 +19,10 @@ class Vocab:
     src_lang: str
     tgt_lang: str
     control: tuple = ()  # ids of SentencePiece's control symbols (BOS, EOS, source tags, ...)
+    # A Marian vocabulary (data.hf_tokenizer): the target side's SentencePiece model and vocab.json
+    # beside spm_path (the source side's); None for one joint SentencePiece model.
+    target_spm_path: str = None
+    vocab_json_path: str = None
 
     def piece(self, name):
         return self.pieces[self.special[name]]
@@ -44,6 +49,8 @@ def load(shard_dir, ckpt):
     if want_sha != ckpt.vocab_sha256:
         raise BadInput(f"{ckpt.path}: field 'vocab_sha256' ({ckpt.vocab_sha256[:12]}...) differs from the "
                        f"vocabulary of {shard_dir} ({want_sha[:12]}...): the checkpoint was trained on other data")
+    if "vocab_json" in manifest:
+        return _marian(shard_dir, manifest, manifest_path, spm_path, special, size, src_lang, tgt_lang, ckpt)
     if not os.path.isfile(spm_path) or sha256_file(spm_path) != want_sha:
         raise BadInput(f"{spm_path}: missing, or its SHA-256 differs from {manifest_path}'s spm_sha256")
     data = ckpt.config.get("data") or {}
@@ -62,3 +69,30 @@ def load(shard_dir, ckpt):
     control = tuple(i for i in range(size) if sp.is_control(i))
     return Vocab(spm_path=spm_path, pieces=pieces, special=special, src_lang=src_lang, tgt_lang=tgt_lang,
                  control=control)
+
+
+MARIAN_CONTROL = ("</s>", "<pad>", "<s>")  # data/tokenizer.cpp: Marian's special pieces, and >>xx<< codes
+
+
+def _marian(shard_dir, manifest, manifest_path, spm_path, special, size, src_lang, tgt_lang, ckpt):
+    """A Marian vocabulary (data/tokenizer.h): source.spm, target.spm and vocab.json, whose
+    identity is the SHA-256 of the three files' hashes joined."""
+    target = os.path.join(shard_dir, str(manifest.get("target_spm_model")))
+    vocab_path = os.path.join(shard_dir, str(manifest.get("vocab_json")))
+    for path in (spm_path, target, vocab_path):
+        if not os.path.isfile(path):
+            raise BadInput(f"{path}: missing (named by {manifest_path})")
+    joined = "".join(sha256_file(p) for p in (spm_path, target, vocab_path))
+    if hashlib.sha256(joined.encode()).hexdigest() != manifest["spm_sha256"]:
+        raise BadInput(f"{shard_dir}: its source.spm, target.spm and vocab.json differ from {manifest_path}'s spm_sha256")
+    with open(vocab_path, encoding="utf-8") as f:
+        ids = json.load(f)
+    pieces = [None] * len(ids)
+    for piece, i in ids.items():
+        pieces[i] = piece
+    if len(pieces) != size or size != ckpt.model.vocab_size:
+        raise BadInput(f"{vocab_path}: {len(pieces)} pieces, manifest vocab_size {size}, checkpoint embedding "
+                       f"{ckpt.model.vocab_size} rows: they must be equal")
+    control = tuple(i for i, p in enumerate(pieces) if p in MARIAN_CONTROL or (len(p) > 4 and p.startswith(">>")))
+    return Vocab(spm_path=spm_path, pieces=pieces, special=special, src_lang=src_lang, tgt_lang=tgt_lang,
+                 control=control, target_spm_path=target, vocab_json_path=vocab_path)
