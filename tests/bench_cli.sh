@@ -50,6 +50,10 @@ err=$(python3 "$root/bench/decode" --gemm blas 2>&1); rc=$?
 [ "$rc" = 2 ] && grep -qF "argument --gemm: invalid choice: 'blas'" <<<"$err" || fail "decode --gemm blas: exit $rc: $err"
 err=$(python3 "$root/bench/decode" --config c.yaml --checkpoint m.pt --source "$scratch/no_such.de" 2>&1); rc=$?
 [ "$rc" = 2 ] && grep -qF "error: --source $scratch/no_such.de: no such file" <<<"$err" || fail "decode --source missing: exit $rc: $err"
+err=$(python3 "$root/bench/decode" --with-hf --sampling-topk 10 2>&1); rc=$?
+[ "$rc" = 2 ] && grep -qF "error: --with-hf times search only, not --sampling-topk" <<<"$err" || fail "decode --with-hf --sampling-topk: exit $rc: $err"
+err=$(python3 "$root/bench/decode" --with-hf --hf-model "$scratch" 2>&1); rc=$?
+[ "$rc" = 2 ] && grep -qF "error: --hf-model $scratch: not a transformers model directory (no config.json)" <<<"$err" || fail "decode --hf-model without config.json: exit $rc: $err"
 err=$("$2" "$root/bench/pytorch_reference.py" --shard-dir . --bench-out . --precision fp64 2>&1); rc=$?
 [ "$rc" = 2 ] && grep -qF "argument --precision: invalid choice: 'fp64'" <<<"$err" ||
   fail "pytorch_reference --precision fp64: exit $rc: $err"

@@ -26,7 +26,10 @@ What the table has to get right:
   * the key bias: our forward multiplies it by 0 (a key bias cannot change the softmax,
     attention.h), so it is exported as zeros and imported as zeros: theirs may hold anything;
   * FixNorm (model.fix_norm): the tied matrix is exported with its rows at unit length, as the
-    model uses it; ScaleNorm has no stock equivalent and is refused by the caller."""
+    model uses it; ScaleNorm has no stock equivalent and is refused by the caller;
+  * model.activation is their activation_function, model.output_bias their final_logits_bias.
+The import (checkpoint/hf_import.cpp) reads this table back in C++; tests/hf_import.sh checks
+that export then import gives every tensor back bit for bit."""
 import torch
 
 PEGASUS, MARIAN = "pegasus", "marian"
