@@ -6,6 +6,7 @@
 #     (data.hf_tokenizer: MarianTokenizer's ids, checked with h5py): imported, its logits equal
 #     transformers' within 1e-4 (the imported weights through the PyTorch reference forward,
 #     tests/hf_parity.py), and 300 updates of fine-tuning lower the val loss;
+#   - fine-tuning from it under mpirun -np 2 equals -np 1 with update_freq 2, bit for bit;
 #   - the fine-tuned model exported (tools/export_hf.py): transformers' greedy generate gives our
 #     translate's lines, and imported again it gives our tensors back bit for bit;
 #   - the refusals: not a transformers model, another architecture or activation, a config
@@ -116,6 +117,13 @@ loss_tuned=$(grep -o 'best validation loss [0-9.]*' tuned.log | grep -o '[0-9.]*
 "$python" -c "import sys; sys.exit(0 if float('$loss_tuned') < float('$loss_at_import') else 1)" \
   || fail "fine-tuning did not lower the val loss: $loss_at_import -> $loss_tuned"
 echo "ok: 300 updates of fine-tuning from the Marian model: val loss $loss_at_import -> $loss_tuned"
+
+# Fine-tuning from it under mpirun: -np 2 gives -np 1 at update_freq 2, bit for bit.
+FT=(--config c.yaml train.finetune_from=marian train.max_updates=20 train.validate_interval_updates=20
+    train.save_interval_updates=20)
+"${MPIRUN[@]}" -np 2 "$TRAIN" "${FT[@]}" train.save_dir=np2 > np2.log 2>&1 || { tail -5 np2.log; fail "mpirun -np 2 fine-tune"; }
+"$TRAIN" "${FT[@]}" train.update_freq=2 train.save_dir=np1 > np1.log 2>&1 || { tail -5 np1.log; fail "-np 1 fine-tune"; }
+same np2/last.pt np1/last.pt
 
 # The fine-tuned model exported (Marian's classes, the Marian vocabulary's files): transformers'
 # greedy generate gives our translate's lines, and imported again it gives our tensors back.
