@@ -34,16 +34,6 @@ SECONDS=0
 "$TRAIN" --config c.yaml > train.log 2>&1 || { tail -5 train.log; fail train; }
 echo "ok: trained the pre-norm toy model in ${SECONDS}s: $(grep -o 'best validation loss .*' train.log)"
 
-# refused NAME EXPECTED-TEXT COMMAND...: exit 2 and one line on stderr holding the text.
-refused() {
-  local name=$1 want=$2; shift 2
-  "$@" > out.txt 2> err.txt
-  local rc=$?
-  [ $rc = 2 ] || { cat err.txt; fail "$name: exit $rc, expected 2"; }
-  grep -qF -- "$want" err.txt || { cat err.txt; fail "$name: message lacks '$want'"; }
-  [ "$(grep -c . err.txt)" = 1 ] || { cat err.txt; fail "$name: not one line"; }
-  echo "ok: refused $name: $(cut -c1-160 err.txt)"
-}
 mkdir full && echo keep > full/keep
 refused "a missing checkpoint" "run/nope.pt: checkpoint does not exist" \
   "${EXPORT[@]}" --checkpoint run/nope.pt --config c.yaml --output out

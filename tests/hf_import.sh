@@ -48,16 +48,6 @@ ours = sorted(split_pairs("shards", "train"))
 assert theirs == ours, (len(theirs), len(ours), [p for p in ours if p not in set(theirs)][:3])
 print(f"ok: the shards hold MarianTokenizer's ids of all {len(ours)} training pairs (source.spm, target.spm, vocab.json)")
 PY
-# refused NAME EXPECTED-TEXT COMMAND...: exit 2 and one line on stderr holding the text.
-refused() {
-  local name=$1 want=$2; shift 2
-  "$@" > out.txt 2> err.txt
-  local rc=$?
-  [ $rc = 2 ] || { cat err.txt; fail "$name: exit $rc, expected 2"; }
-  grep -qF -- "$want" err.txt || { cat err.txt; fail "$name: message lacks '$want'"; }
-  [ "$(grep -c . err.txt)" = 1 ] || { cat err.txt; fail "$name: not one line"; }
-  echo "ok: refused $name: $(cut -c1-170 err.txt)"
-}
 # bad_copy NAME PYTHON-EDIT: marian copied to NAME, config.json or vocab.json edited (`c`, `v`).
 bad_copy() {
   cp -r marian "$1"

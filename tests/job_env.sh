@@ -7,6 +7,17 @@ MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
 fail() { echo "FAIL: $*"; exit 1; }
+# refused NAME EXPECTED-TEXT COMMAND...: exit 2 and one line on stderr holding the text (a tool's
+# or executable's refusal of bad input); its files in the working directory: out.txt, err.txt.
+refused() {
+  local name=$1 want=$2; shift 2
+  "$@" > out.txt 2> err.txt
+  local rc=$?
+  [ $rc = 2 ] || { cat err.txt; fail "$name: exit $rc, expected 2"; }
+  grep -qF -- "$want" err.txt || { cat err.txt; fail "$name: message lacks '$want'"; }
+  [ "$(grep -c . err.txt)" = 1 ] || { cat err.txt; fail "$name: not one line"; }
+  echo "ok: refused $name: $(cut -c1-160 err.txt)"
+}
 same() {  # same A B: model, optimizer state and update equal bit for bit
   "$python" - "$1" "$2" <<'PY' || fail "$1 and $2 differ"
 import sys, torch
