@@ -28,3 +28,28 @@ load_build_env() {
   [ $rc = 0 ] || { echo "$1: error: launch/build.sh failed (exit $rc): see its messages above" >&2; exit 1; }
   eval "$lines"
 }
+
+# Resumable steps (a step skipped when its output is there) record what made that output, in
+# OUTPUT.made-of: one line per input (by content: "mono sha256:<hash>") and per setting
+# ("decode --beam 5"). A rerun whose record differs never reuses the output in silence.
+# file_digest FILE: "sha256:<hash>" of the file's bytes.
+file_digest() { echo "sha256:$(sha256sum -- "$1" | cut -d' ' -f1)"; }
+
+# step_done SCRIPT OUTPUT RECORD: 0 when OUTPUT exists and was made from RECORD (skip the step);
+# 1 when OUTPUT does not exist (do it). OUTPUT made from something else, or without a record,
+# ends SCRIPT with exit 2 naming what changed, and nothing is deleted.
+step_done() {
+  local script=$1 out=$2 record=$3 changed
+  [ -e "$out" ] || return 1
+  [ -f "$out.made-of" ] || {
+    echo "$script: error: $out exists without $out.made-of, the record of what made it: remove $out to redo the step, or set another WORK" >&2
+    exit 2
+  }
+  [ "$(cat "$out.made-of")" = "$record" ] && return 0
+  changed=$(diff <(printf '%s\n' "$record") "$out.made-of" | sed -n 's/^< //p' | cut -d' ' -f1 | sort -u | paste -sd, -)
+  echo "$script: error: $out was made from other inputs or settings (changed: ${changed:-the list of inputs}; $out.made-of has what made it): remove $out to redo the step, or set another WORK" >&2
+  exit 2
+}
+
+# step_made OUTPUT RECORD: after the step wrote OUTPUT, what made it.
+step_made() { printf '%s\n' "$2" > "$1.made-of.tmp" && mv "$1.made-of.tmp" "$1.made-of"; }

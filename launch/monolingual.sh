@@ -27,7 +27,10 @@
 #   synthetic.<lang> (the translations), raw/ (links to RAW_DIR's files and the synthetic pair),
 #   mixed.yaml and mixed/ (the mixture's config and run), finetune.yaml and finetune/.
 # Run again, it skips the steps whose outputs are there and resumes the translation and the
-# training where they stopped. Relative paths inside the configs are taken from the checkout, as
+# training where they stopped. Each skipped step's output records what made it (OUTPUT.made-of:
+# its input files by content, the models, the decoding flags): run again with another MONO,
+# MODEL, MODEL_CONFIG or DECODE on the same WORK and the script stops (exit 2) naming what
+# changed, instead of training on the earlier run's text. Relative paths inside the configs are taken from the checkout, as
 # quickstart.sh takes them; those given here, from where it is run.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -77,31 +80,41 @@ resolved=$("$b/trainer/train" --config "$config" data.raw_dir="$raw" --print-con
 src=$(sed -n 's/^  src_lang: "\(.*\)"$/\1/p' <<< "$resolved") tgt=$(sed -n 's/^  tgt_lang: "\(.*\)"$/\1/p' <<< "$resolved")
 if [ "$mode" = bt ]; then mono_lang=$tgt synth_lang=$src; else mono_lang=$src synth_lang=$tgt; fi
 
+# Each step is skipped when its output is there and was made from the same inputs (by content)
+# and settings (common.sh: step_done); made from others, the script stops naming what changed.
 clean=$work/mono.$mono_lang
-if [ ! -f "$clean" ]; then
+excludes=() record="mono $(file_digest "$mono")"
+for f in "$raw"/*."$mono_lang" "$raw"/*."$mono_lang".gz; do
+  [ -f "$f" ] && excludes+=(--exclude "$f") && record+=$'\n'"exclude $(file_digest "$f") $(basename "$f")"
+done
+if ! step_done "$me" "$clean" "$record"; then
   echo "== clean $mono -> $clean (without the lines of $raw/*.$mono_lang)"
-  excludes=()
-  for f in "$raw"/*."$mono_lang" "$raw"/*."$mono_lang".gz; do [ -f "$f" ] && excludes+=(--exclude "$f"); done
   "$py" "$root/tools/prepare_mono.py" clean "$mono" --output "$clean" "${excludes[@]}"
+  step_made "$clean" "$record"
 fi
 
 synthetic=$work/synthetic.$synth_lang
-if [ ! -f "$synthetic" ]; then
+record="input $(file_digest "$clean")"$'\n'"model_config $(file_digest "$model_config")"$'\n'"decode ${decode[*]}"
+for m in "${model[@]}"; do record+=$'\n'"model $(file_digest "$m")"; done
+if ! step_done "$me" "$synthetic" "$record"; then
   echo "== translate $clean -> $synthetic with ${model[*]} (${decode[*]}; $np rank(s) of $threads thread(s))"
   run=("$b/eval/translate" --config "$model_config" data.raw_dir="$raw" train.threads="$threads")
   for m in "${model[@]}"; do run+=(--checkpoint "$m"); done
   run+=(--input "$clean" --output "$synthetic" "${decode[@]}")
   [ "$np" = 1 ] || run=(mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$np" "${run[@]}")
   "${run[@]}"
+  step_made "$synthetic" "$record"
 fi
 
 mixed_raw=$work/raw
-if [ ! -f "$mixed_raw/synthetic.$src" ]; then
+record="mode $mode"$'\n'"input $(file_digest "$clean")"$'\n'"translation $(file_digest "$synthetic")"
+if ! step_done "$me" "$mixed_raw/synthetic.$src" "$record"; then
   echo "== the synthetic corpus: $mixed_raw/synthetic.{$src,$tgt}, beside links to $raw's files"
   mkdir -p "$mixed_raw"
   for f in "$raw"/*; do ln -sfn "$f" "$mixed_raw/$(basename "$f")"; done
   if [ "$mode" = bt ]; then pair=(--src "$synthetic" --tgt "$clean"); else pair=(--src "$clean" --tgt "$synthetic"); fi
   "$py" "$root/tools/prepare_mono.py" pairs "${pair[@]}" --out-prefix "$mixed_raw/synthetic" --src-lang "$src" --tgt-lang "$tgt"
+  step_made "$mixed_raw/synthetic.$src" "$record"
 fi
 
 # The stages' configs are the recipe's, resolved with their overrides (train --print-config),

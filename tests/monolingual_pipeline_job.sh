@@ -69,6 +69,20 @@ grep -q "== clean\|== translate\|== the synthetic corpus" again.log && fail "a f
 [ "$(sha256sum < work/synthetic.de)" = "$synth_sum" ] || fail "the synthetic corpus changed"
 echo "ok: run again, the finished steps were skipped and both trainings resumed"
 
+# Run again with another MONO or other decoding on the same WORK: the finished steps were made from
+# something else, so the script stops naming what changed (never trains on the earlier text).
+head -300 mono.en > mono_other.en
+clean_sum=$(sha256sum < work/mono.en)
+for change in "MONO=mono_other.en:mono" "DECODE=--beam 3:decode"; do
+  rc=0
+  pipeline changed.log "${bt[@]}" "${change%%:*}" || rc=$?
+  [ $rc = 2 ] && grep -q "work/.*was made from other inputs or settings (changed: ${change##*:}" changed.log ||
+    { tail -5 changed.log; fail "a rerun with ${change%%:*} was not refused naming ${change##*:}: exit $rc"; }
+  echo "ok: refused a rerun with ${change%%:*}: $(grep -o 'error: .*' changed.log | cut -c1-150)"
+done
+[ "$(sha256sum < work/mono.en)" = "$clean_sum" ] && [ "$(sha256sum < work/synthetic.de)" = "$synth_sum" ] ||
+  fail "a refused rerun changed the earlier outputs"
+
 fwd=(data.raw_dir="$tmp/raw" data.shard_dir="$tmp/fwd_shards")
 "$PRE" --config recipe.yaml "${fwd[@]}" > /dev/null 2>&1 || fail "preprocess de->en"
 "$TRAIN" --config recipe.yaml "${fwd[@]}" train.max_updates=200 > fwd.log 2>&1 || { tail fwd.log; fail "train de->en"; }
