@@ -219,6 +219,7 @@ std::vector<Field> data_fields() {
       NMT_FIELD(data, tgt_lang, Any{}),
       NMT_FIELD(data, train_split, Any{}),
       make_corpora_field(),
+      NMT_FIELD(data, sampling_temperature, (Range{0, 1e6})),
       make_source_tags_field(),
       NMT_FIELD(data, valid_split, Any{}),
       NMT_FIELD(data, test_split, Any{}),

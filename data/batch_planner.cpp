@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <numeric>
 #include <string>
 
@@ -255,6 +256,16 @@ void BatchPlanner::restore(const State& state) {
     throw DataError("planner state (epoch " + std::to_string(state.epoch) + ", cursor " + std::to_string(state.cursor) +
                     ") is outside this data's plan of " + std::to_string(updates_per_epoch()) + " updates per epoch");
   state_ = state;
+}
+
+void apply_sampling_temperature(std::vector<CorpusSpan>& corpora, double temperature) {
+  if (temperature == 0) return;
+  if (!(temperature > 0)) throw DataError("data.sampling_temperature must be positive (0: the weights as given)");
+  for (CorpusSpan& span : corpora) {
+    const auto examples = static_cast<double>(span.end - span.begin);
+    span.weight = std::pow(examples * span.weight, 1.0 / temperature);
+    span.later_weight = std::pow(examples * span.later_weight, 1.0 / temperature);
+  }
 }
 
 }  // namespace nmt::data

@@ -62,6 +62,15 @@ struct CorpusSpan {
   double later_weight = 1.0;
 };
 
+// data.sampling_temperature T > 0 (fairseq's --sampling-temperature; Arivazhagan et al. 2019,
+// "Massively Multilingual NMT in the Wild"): each corpus's weight becomes
+// (examples x weight)^(1/T), so that its share of the draws is proportional to that: T = 1 is
+// proportional to its size times its weight, a large T nears uniform, and small corpora (a
+// low-resource direction) are drawn more often than their size alone says. The shares are of
+// micro-batches (equal token budgets). T = 0: the weights as given, size not counted (as before
+// the key existed).
+void apply_sampling_temperature(std::vector<CorpusSpan>& corpora, double temperature);
+
 class BatchPlanner {
  public:
   // Where the planner stands: the next update to hand out is `cursor` of `epoch`.

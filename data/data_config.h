@@ -20,6 +20,10 @@ struct DataConfig {
   // each micro-batch from a corpus with probability weight / sum of weights, by seed
   // (data/batch_planner.h). Empty: train_split alone, as before the key existed.
   std::map<std::string, double> train_corpora;
+  // Draw each corpus with probability proportional to (its examples x its weight)^(1/T)
+  // (fairseq's --sampling-temperature): 1 = by size x weight, 5 = much nearer uniform; 0 = by
+  // the weights alone (data/batch_planner.h, apply_sampling_temperature).
+  double sampling_temperature = 0.0;
   // Source tags (data/source_tags.h): training corpus -> a reserved symbol, such as "<BT>" for
   // a back-translated corpus, that preprocess puts before each of its source sentences. The
   // vocabulary is trained with the tags as control symbols. Empty: no tags.

@@ -84,6 +84,7 @@ Trainer::Trainer(const config::Config& cfg, const dist::ProcessGroup& group, Ble
   for (size_t k = 0; k < corpora.size(); ++k)
     spans.push_back({train_->split_begin()[k], train_->split_begin()[k + 1], corpora[k].second,
                      data::weight_after_reversed_stage(cfg_.data, corpora[k].first, corpora[k].second)});
+  data::apply_sampling_temperature(spans, cfg_.data.sampling_temperature);
   planner_ = std::make_unique<data::BatchPlanner>(
       train_->src_lengths(), train_->tgt_lengths(),
       data::PlanOptions{cfg_.data.max_tokens, static_cast<uint64_t>(cfg_.train.seed), group_.world_size(),
