@@ -54,10 +54,15 @@ torch::Tensor read_tensor(const std::string& path, const std::string& name, cons
     throw CheckpointError(what + " has dtype " + dtype + "; a model's weights are F32, F16, BF16 or F64");
   std::vector<int64_t> shape = entry["shape"].get<std::vector<int64_t>>();
   const auto offsets = entry["data_offsets"].get<std::vector<uint64_t>>();
-  int64_t count = 1;
-  for (int64_t d : shape) count *= d;
-  if (offsets.size() != 2 || offsets[0] > offsets[1] || data_start + offsets[1] > bytes.size() ||
-      offsets[1] - offsets[0] != static_cast<uint64_t>(count * size))
+  // Bytes the shape needs, each step bounded by the file's size (no overflow, no negative dims).
+  const uint64_t available = bytes.size() - data_start;
+  uint64_t need = static_cast<uint64_t>(size);
+  for (int64_t d : shape) {
+    if (d < 0 || (d > 0 && need > available / static_cast<uint64_t>(d)))
+      throw CheckpointError(what + ": its shape is negative or larger than the file");
+    need *= static_cast<uint64_t>(d);
+  }
+  if (offsets.size() != 2 || offsets[0] > offsets[1] || offsets[1] > available || offsets[1] - offsets[0] != need)
     throw CheckpointError(what + ": its data_offsets are outside the file or not the size of its shape (truncated?)");
   torch::Tensor t = torch::empty(shape, torch::TensorOptions().dtype(type));
   std::memcpy(t.data_ptr(), bytes.data() + data_start + offsets[0], offsets[1] - offsets[0]);

@@ -1,5 +1,6 @@
 // A seeded mutation fuzzer for the readers of untrusted files: the YAML config loader, the
-// manifest reader, the HDF5 shard reader and the checkpoint loader. Each round takes a
+// manifest reader, the HDF5 shard reader, the checkpoint loader and the safetensors reader (a
+// transformers model's weights, train.finetune_from). Each round takes a
 // valid input, applies 1-4 random mutations (bit flips, byte overwrites, insertions,
 // deletions, truncation, duplicated chunks, structural characters for text) and feeds it
 // to the reader. The only acceptable outcome besides success is the reader's documented
@@ -7,7 +8,7 @@
 // crash is one too (run under AddressSanitizer + UBSan by launch/run_tests.sh). Fixed seed:
 // the same rounds every run; a finding prints its round and saves the input.
 //
-//   fuzz_readers [--rounds N] [--seed S] [--only config|manifest|shard|checkpoint] [--save DIR]
+//   fuzz_readers [--rounds N] [--seed S] [--only config|manifest|shard|checkpoint|safetensors] [--save DIR]
 #include <torch/torch.h>
 
 #include <chrono>
@@ -21,6 +22,7 @@
 #include "base/sha256.h"
 #include "base/splitmix64.h"
 #include "checkpoint/checkpoint.h"
+#include "checkpoint/safetensors.h"
 #include "config/config_error.h"
 #include "config/config_loader.h"
 #include "data/batch_planner.h"
@@ -138,8 +140,20 @@ bool parse_flags(int argc, char** argv, Flags& f) {
 // first shard) and a checkpoint of a tiny model, written under `dir`.
 struct Seeds {
   fs::path shards;
-  std::string shard_name, manifest, shard, checkpoint;
+  std::string shard_name, manifest, shard, checkpoint, safetensors;
 };
+
+// A safetensors file as transformers writes one: the header's length (8 bytes, little-endian),
+// its JSON, then the data: an F32 [2, 3] and a BF16 [4] tensor.
+std::string safetensors_seed() {
+  const std::string header = R"({"a":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]},)"
+                             R"("b":{"dtype":"BF16","shape":[4],"data_offsets":[24,32]},"__metadata__":{"format":"pt"}})";
+  std::string out(8, '\0');
+  for (int i = 0; i < 8; ++i) out[static_cast<size_t>(i)] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  out += header;
+  for (int i = 0; i < 32; ++i) out += static_cast<char>(i * 7 + 1);
+  return out;
+}
 
 Seeds write_seeds(const fs::path& dir) {
   Seeds s;
@@ -159,6 +173,7 @@ Seeds write_seeds(const fs::path& dir) {
   nmt::checkpoint::save_checkpoint(c, ckpt.string());
   fs::remove(ckpt.string() + ".sha256");  // reach the parser, not only the checksum
   s.checkpoint = read_file(ckpt);
+  s.safetensors = safetensors_seed();
   return s;
 }
 
@@ -205,6 +220,13 @@ std::vector<Reader> make_readers(const fs::path& dir, const Seeds& seeds) {
          const fs::path p = dir / "fuzz.pt";
          write_file(p, in);
          nmt::checkpoint::load_checkpoint(p.string());
+       },
+       is_error<nmt::checkpoint::CheckpointError>()},
+      {"safetensors", false, seeds.safetensors,
+       [dir](const std::string& in) {
+         const fs::path p = dir / "fuzz.safetensors";
+         write_file(p, in);
+         nmt::checkpoint::read_safetensors(p.string());
        },
        is_error<nmt::checkpoint::CheckpointError>()},
   };
