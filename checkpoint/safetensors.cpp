@@ -65,7 +65,7 @@ torch::Tensor read_tensor(const std::string& path, const std::string& name, cons
   if (offsets.size() != 2 || offsets[0] > offsets[1] || offsets[1] > available || offsets[1] - offsets[0] != need)
     throw CheckpointError(what + ": its data_offsets are outside the file or not the size of its shape (truncated?)");
   torch::Tensor t = torch::empty(shape, torch::TensorOptions().dtype(type));
-  std::memcpy(t.data_ptr(), bytes.data() + data_start + offsets[0], offsets[1] - offsets[0]);
+  if (need > 0) std::memcpy(t.data_ptr(), bytes.data() + data_start + offsets[0], need);  // an empty tensor has no data
   return t.to(torch::kFloat32);
 }
 
