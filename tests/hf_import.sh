@@ -67,7 +67,12 @@ refused "weights whose vocabulary size differs from the tokenizer's" "differs fr
   "$PRE" --config c.yaml data.hf_tokenizer=wrongsize data.shard_dir=s2
 refused "data.hf_tokenizer with data.spm_model" "cannot be combined with data.spm_model" \
   "$PRE" --config c.yaml data.hf_tokenizer=marian data.spm_model=marian/source.spm data.shard_dir=s3
-[ ! -e s1/manifest.json ] && [ ! -e s2/manifest.json ] && [ ! -e s3 ] || fail "a refused preprocess wrote shards"
+refused "a data.hf_tokenizer that does not exist" "'nope' (command line 'data.hf_tokenizer=nope'): directory does not exist" \
+  "$PRE" --config c.yaml data.hf_tokenizer=nope data.shard_dir=s4
+refused "a negative data.sampling_temperature" "data.sampling_temperature" \
+  "$TRAIN" --config c.yaml data.sampling_temperature=-1 train.save_dir=s5
+[ ! -e s1/manifest.json ] && [ ! -e s2/manifest.json ] && [ ! -e s3 ] && [ ! -e s4 ] && [ ! -e s5/last.pt ] ||
+  fail "a refused preprocess or run wrote something"
 T=("$TRAIN" --config c.yaml train.max_updates=1 schedule.lr=0)
 mkdir notamodel && echo x > notamodel/weights.bin
 refused "a directory that is not a transformers model" "'notamodel' (command line 'train.finetune_from=notamodel'): is a directory without config.json" \
