@@ -27,6 +27,22 @@ model::Transformer inference_model(const model::ModelConfig& model_cfg, const Ch
 
 }  // namespace
 
+std::string lang_tag_name(data::LangTag tag) {
+  return tag == data::LangTag::kSource ? "source" : tag == data::LangTag::kDecoder ? "decoder" : "none";
+}
+
+std::string directions_text(const data::DataConfig& d) {
+  std::string out;
+  for (const auto& dir : d.directions) out += (out.empty() ? "" : ", ") + dir.name();
+  return "[" + out + "]";
+}
+
+std::string manifest_directions_text(const data::Manifest& m) {
+  std::string out;
+  for (const auto& dir : m.directions) out += (out.empty() ? "" : ", ") + dir;
+  return "[" + out + "]";
+}
+
 void check_config_against_manifest(const config::Config& cfg, const data::Manifest& manifest) {
   // What the manifest records about how the shards were made must agree with the config
   // that reads them: swapped languages would train (or score) the wrong direction.
@@ -39,8 +55,36 @@ void check_config_against_manifest(const config::Config& cfg, const data::Manife
                               " records '" + theirs + "': the shards were made for " + manifest.src_lang + "->" +
                               manifest.tgt_lang + " (set the key to match, or preprocess again)");
   };
+  const std::string ours = directions_text(cfg.data), theirs = manifest_directions_text(manifest);
+  if (ours != theirs)
+    throw config::ConfigError("config key 'data.directions' = " + ours + " but " + manifest_path + " records " + theirs +
+                              ": the shards were made for " + (theirs == "[]" ? "one direction" : "other directions") +
+                              " (set the key to match, or preprocess again)");
+  if (!cfg.data.directions.empty()) {  // src_lang / tgt_lang choose among the directions (eval/translator.cpp)
+    check("data.lang_tag", lang_tag_name(cfg.data.lang_tag), manifest.lang_tag);
+    return;
+  }
   check("data.src_lang", cfg.data.src_lang, manifest.src_lang);
   check("data.tgt_lang", cfg.data.tgt_lang, manifest.tgt_lang);
+}
+
+void check_same_directions(const Checkpoint& ckpt, const data::DataConfig& now, const std::string& what) {
+  data::DataConfig then;
+  try {
+    then = config::load_config_text(ckpt.config_yaml, what + " (its config)").data;
+  } catch (const config::ConfigError&) {
+    return;  // written by a version with other keys: nothing to compare it with
+  }
+  const std::string was = directions_text(then), is = directions_text(now);
+  const auto kind = [](const std::string& dirs) { return dirs == "[]" ? std::string("bilingual") : "multilingual " + dirs; };
+  if (was != is)
+    throw CheckpointError(what + ": a " + kind(was) + " model (data.directions), but the config is " + kind(is) +
+                          ": use the config it was trained with" +
+                          (was == "[]" || is == "[]" ? "" : " (a run that changes its directions starts anew, or "
+                                                            "fine-tunes with train.finetune_from)"));
+  if (then.lang_tag != now.lang_tag)
+    throw CheckpointError(what + ": trained with data.lang_tag=" + lang_tag_name(then.lang_tag) + ", but the config has " +
+                          lang_tag_name(now.lang_tag) + " (the model would not find its language tags where it learnt them)");
 }
 
 model::ModelConfig model_config_for(const config::Config& cfg, const data::Manifest& manifest) {
@@ -80,6 +124,7 @@ model::Transformer load_model_for_inference(const config::Config& cfg, const dat
                                             const std::string& checkpoint_path, const torch::Device& device) {
   Checkpoint ckpt = load_checkpoint(checkpoint_path);
   check_vocabulary(ckpt, checkpoint_path, manifest);
+  check_same_directions(ckpt, cfg.data, checkpoint_path);
   const model::ModelConfig model_cfg = model_config_for(cfg, manifest);
   check_same_computation(ckpt, model_cfg, checkpoint_path);
   runtime::check_fits(model_cfg, cfg, device, /*training=*/false);

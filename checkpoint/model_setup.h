@@ -14,8 +14,19 @@
 namespace nmt::checkpoint {
 
 // Refuses a config whose keys disagree with what the shards' manifest records
-// (data.src_lang, data.tgt_lang), naming the key, both values and both places.
+// (data.src_lang and data.tgt_lang, or a multilingual model's data.directions and
+// data.lang_tag), naming the key, both values and both places.
 void check_config_against_manifest(const config::Config& cfg, const data::Manifest& manifest);
+// "[de-en, en-de]": a config's data.directions, or a manifest's, as messages print them.
+std::string directions_text(const data::DataConfig& d);
+std::string manifest_directions_text(const data::Manifest& m);
+std::string lang_tag_name(data::LangTag tag);  // data.lang_tag's name: none|source|decoder
+
+// Refuses (CheckpointError naming `what`) a checkpoint trained on other data.directions or
+// another data.lang_tag than `now`'s: a multilingual checkpoint given to a bilingual config, the
+// reverse, or a resume whose directions changed. A stored config that does not parse is not compared.
+void check_same_directions(const Checkpoint& ckpt, const data::DataConfig& now, const std::string& what);
+
 // Throws CheckpointError, naming `what` (the checkpoint's path, and why it was read), when
 // the checkpoint was trained with another vocabulary than the shards'.
 void check_vocabulary(const Checkpoint& ckpt, const std::string& what, const data::Manifest& manifest);

@@ -57,6 +57,28 @@ void push_channel_overrides(const ChannelArgs& channel, std::vector<std::string>
   if (channel.weight >= 0) overrides.push_back("eval.channel_weight=" + std::to_string(channel.weight));
 }
 
+void add_direction_options(CLI::App& app, DirectionArgs& direction) {
+  app.add_option("--direction", direction.direction,
+                 "a multilingual model's direction to decode, such as fr-en (data.src_lang, data.tgt_lang)")
+      ->check([](const std::string& d) {
+        const auto dash = d.find('-');
+        return dash == std::string::npos || dash == 0 || dash + 1 == d.size() || d.find('-', dash + 1) != std::string::npos
+                   ? "must be SRC-TGT, such as fr-en"
+                   : "";
+      });
+  app.add_flag("--zero-shot", direction.zero_shot,
+               "allow a direction the multilingual model was not trained on (eval.zero_shot)");
+}
+
+void push_direction_overrides(const DirectionArgs& direction, std::vector<std::string>& overrides) {
+  if (!direction.direction.empty()) {
+    const auto dash = direction.direction.find('-');
+    overrides.push_back("data.src_lang=" + direction.direction.substr(0, dash));
+    overrides.push_back("data.tgt_lang=" + direction.direction.substr(dash + 1));
+  }
+  if (direction.zero_shot) overrides.push_back("eval.zero_shot=true");
+}
+
 void add_sampling_options(CLI::App& app, SamplingArgs& sampling) {
   app.add_option("--sampling", sampling.sampling,
                  "draw each token instead of searching: 'full' (the whole distribution) or 'topk K' (the K most "

@@ -38,6 +38,15 @@ struct ChannelArgs {
 void add_channel_options(CLI::App& app, ChannelArgs& channel);
 void push_channel_overrides(const ChannelArgs& channel, std::vector<std::string>& overrides);
 
+// evaluate's and translate's --direction SRC-TGT and --zero-shot: shorthands for data.src_lang,
+// data.tgt_lang and eval.zero_shot (a multilingual model's direction, eval/translator.h).
+struct DirectionArgs {
+  std::string direction;
+  bool zero_shot = false;
+};
+void add_direction_options(CLI::App& app, DirectionArgs& direction);
+void push_direction_overrides(const DirectionArgs& direction, std::vector<std::string>& overrides);
+
 // evaluate's and translate's --sampling full|topk K, --temperature T and --seed N: shorthands
 // for eval.sampling, eval.sampling_topk, eval.temperature and eval.seed (eval/sampling.h).
 // --sampling without --beam also sets eval.beam=1 (a draw is not a beam search); with an

@@ -1,10 +1,12 @@
 // evaluate --config C --checkpoint P [--checkpoint P ...] [--split val|test|FILE] [--ref FILE] [--beam K] [--lenpen A] [--output FILE]
-//          [--sampling full|topk K] [--temperature T] [--seed S] [--channel P [--channel-weight W]] [--verbose]
+//          [--sampling full|topk K] [--temperature T] [--seed S] [--channel P [--channel-weight W]]
+//          [--direction SRC-TGT [--zero-shot] | --all-directions] [--verbose]
 // evaluate bleu --hyp FILE --ref FILE
 // Prints sacreBLEU's score line, then its signature.
 #include <cstdio>
 
 #include "cli/cli.h"
+#include "config/config_error.h"
 #include "dist/communicator.h"
 #include "dist/process_group.h"
 #include "eval/evaluation.h"
@@ -28,6 +30,31 @@ int bleu_command(int argc, char** argv) {
   return 0;
 }
 
+// A multilingual model's every trained direction on the split, one row each, then the
+// signature: direction, BLEU, sacreBLEU's score line.
+void evaluate_all_directions(const nmt::config::Config& cfg, const nmt::eval::EvalRequest& req,
+                             nmt::dist::Communicator& comm) {
+  if (cfg.data.directions.empty())
+    throw nmt::config::ConfigError("--all-directions needs a multilingual model (data.directions is empty)");
+  if (!req.ref.empty() || !req.output.empty() || (req.split != "val" && req.split != "test"))
+    throw nmt::config::ConfigError("--all-directions scores --split val or test of every direction: without --ref or --output");
+  std::vector<std::pair<std::string, nmt::eval::BleuScore>> rows;
+  for (const auto& d : cfg.data.directions) {
+    nmt::config::Config one = cfg;
+    one.data.src_lang = d.src;
+    one.data.tgt_lang = d.tgt;
+    rows.emplace_back(d.name(), nmt::eval::run_evaluation(one, req, comm).bleu);
+  }
+  if (comm.rank() != 0) return;
+  double sum = 0;
+  std::printf("%-10s %6s  %s\n", "direction", "BLEU", "sacreBLEU");
+  for (const auto& [name, bleu] : rows) {
+    std::printf("%-10s %6.2f  %s\n", name.c_str(), bleu.score, bleu.to_string().c_str());
+    sum += bleu.score;
+  }
+  std::printf("%-10s %6.2f\n%s\n", "mean", sum / static_cast<double>(rows.size()), nmt::eval::bleu_signature().c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -43,7 +70,7 @@ int main(int argc, char** argv) {
     nmt::eval::EvalRequest req;
     int64_t beam = -1;
     double lenpen = -1;
-    bool verbose = false;
+    bool verbose = false, all_directions = false;
     app.add_option("--checkpoint", req.checkpoints,
                    "checkpoint to evaluate; repeated (--checkpoint A --checkpoint B), an ensemble")
         ->required()
@@ -59,12 +86,18 @@ int main(int argc, char** argv) {
     nmt::cli::add_channel_options(app, channel);
     nmt::cli::SamplingArgs sampling;
     nmt::cli::add_sampling_options(app, sampling);
+    nmt::cli::DirectionArgs direction;
+    nmt::cli::add_direction_options(app, direction);
+    app.add_flag("--all-directions", all_directions, "score every direction of a multilingual model, as a table")
+        ->excludes(app.get_option("--direction"))
+        ->excludes(app.get_option("--zero-shot"));
     app.add_flag("--verbose", verbose, "print the decoding set-up on stderr (device, threads, GEMM library, attention)");
     if (int rc = nmt::cli::parse_cli(app, argc, argv); rc >= 0) return rc;
     if (beam >= 0) args.overrides.push_back("eval.beam=" + std::to_string(beam));
     if (lenpen >= 0) args.overrides.push_back("eval.lenpen=" + std::to_string(lenpen));
     nmt::cli::push_channel_overrides(channel, args.overrides);
     nmt::cli::push_sampling_overrides(sampling, beam >= 0, args.overrides);
+    nmt::cli::push_direction_overrides(direction, args.overrides);
     nmt::config::Config cfg;
     if (!nmt::cli::resolve_config(args, nmt::config::Needs::kShards, &cfg)) return 0;
     torch::set_num_threads(static_cast<int>(cfg.train.threads));
@@ -73,7 +106,14 @@ int main(int argc, char** argv) {
     const auto setup = nmt::runtime::set_up_decoding(cfg, device, comm.get());  // rank 0's GEMM on every rank
     if (verbose && group.is_main()) std::fprintf(stderr, "%s: %s\n", name.c_str(), setup.text.c_str());
     if (!setup.warning.empty() && group.is_main()) std::fprintf(stderr, "%s: %s\n", name.c_str(), setup.warning.c_str());
+    if (all_directions) {
+      evaluate_all_directions(cfg, req, *comm);
+      return 0;
+    }
     const auto result = nmt::eval::run_evaluation(cfg, req, *comm);
+    if (group.is_main() && result.zero_shot)
+      std::fprintf(stderr, "%s: %s-%s is zero-shot: the model was not trained on it (eval.zero_shot)\n", name.c_str(),
+                   cfg.data.src_lang.c_str(), cfg.data.tgt_lang.c_str());
     if (group.is_main() && result.scored)
       std::printf("%s\n%s\n", result.bleu.to_string().c_str(), nmt::eval::bleu_signature().c_str());
     return 0;

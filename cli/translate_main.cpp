@@ -1,6 +1,6 @@
 // translate --config C --checkpoint P [--checkpoint P ...] [--beam K] [--nbest N] [--input FILE]
 //           [--output FILE [--chunk-lines N]] [--sampling full|topk K] [--temperature T] [--seed S]
-//           [--channel P [--channel-weight W]] [--verbose] < source > hypotheses
+//           [--channel P [--channel-weight W]] [--direction SRC-TGT [--zero-shot]] [--verbose] < source > hypotheses
 // Like marian-decoder / fairseq-interactive: one translation per input line; with
 // --nbest N, N lines per input in Marian's n-best format "i ||| translation ||| score".
 // With --output, a resumable job (eval/translation_job.h), alone or under mpirun.
@@ -31,6 +31,7 @@ struct TranslateArgs {
   bool verbose = false;
   nmt::cli::ChannelArgs channel;
   nmt::cli::SamplingArgs sampling;
+  nmt::cli::DirectionArgs direction;
 };
 
 void add_options(CLI::App& app, TranslateArgs& a) {
@@ -52,12 +53,16 @@ void add_options(CLI::App& app, TranslateArgs& a) {
       ->check(CLI::Range(int64_t{1}, int64_t{100000000}));
   nmt::cli::add_channel_options(app, a.channel);
   nmt::cli::add_sampling_options(app, a.sampling);
+  nmt::cli::add_direction_options(app, a.direction);
   app.add_flag("--verbose", a.verbose, "print the decoding set-up on stderr (device, threads, GEMM library, attention)");
 }
 
 // stdin or --input to stdout, in one process.
 void translate_to_stdout(const nmt::config::Config& cfg, const TranslateArgs& a, const torch::Device& device) {
   nmt::eval::Translator translator(cfg, a.job.checkpoints, device);
+  if (translator.zero_shot())
+    std::cerr << "translate: " << cfg.data.src_lang << "-" << cfg.data.tgt_lang
+              << " is zero-shot: the model was not trained on it (eval.zero_shot)\n";
   std::vector<std::string> lines;
   if (!a.job.input.empty()) {
     lines = nmt::eval::read_text_lines(a.job.input);
@@ -92,6 +97,7 @@ int main(int argc, char** argv) {
     if (a.nbest >= 0) overrides.push_back("eval.nbest=" + std::to_string(a.nbest));
     nmt::cli::push_channel_overrides(a.channel, overrides);
     nmt::cli::push_sampling_overrides(a.sampling, a.beam >= 0, overrides);
+    nmt::cli::push_direction_overrides(a.direction, overrides);
     if (!a.job.output.empty() && a.job.input.empty())
       throw nmt::config::ConfigError("--output needs --input: a job reads its sources from a file");
     if (a.job.output.empty() && group.world_size() > 1)

@@ -67,6 +67,9 @@ struct TrainConfig {
   int64_t log_interval = 10;      // log training metrics every N updates
   bool tensorboard = true;        // also write the metrics as TensorBoard event files in save_dir (rank 0)
   int64_t patience = 0;           // stop after N validations without improvement (0 = off)
+  // A multilingual model's best checkpoint and early stopping follow the mean of its
+  // directions' validation losses (and BLEU), or this one direction's ("de-en"); "" = the mean.
+  std::string select_direction = "";
   std::string save_dir = "runs/default";  // checkpoints, logs and metrics.jsonl go here
   Device device = Device::kAuto;  // auto|cpu|cuda
   Precision precision = Precision::kFp32;  // fp32|bf16|fp16
@@ -109,6 +112,9 @@ struct EvalConfig {
   int64_t sampling_topk = 10;     // topk: draw among this many most probable tokens
   double temperature = 1.0;       // sampling: the logits are divided by this (> 0)
   int64_t seed = 1;               // sampling: the draws' seed
+  // A multilingual model decodes a direction it was not trained on (both languages seen, the
+  // pair not: zero-shot) only when this is set; refused otherwise, naming the trained ones.
+  bool zero_shot = false;
 };
 
 struct DebugConfig {

@@ -205,6 +205,77 @@ Field make_source_tags_field() {
   return f;
 }
 
+constexpr const char* kDirectionsType = "list of directions (src-tgt)";
+
+// A language code as raw file names carry it: letters, digits and '_' ("de", "pt_br").
+bool is_language_code(const std::string& code) {
+  return !code.empty() && code.size() <= 16 &&
+         code.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == std::string::npos;
+}
+
+// data.directions: a YAML list of "src-tgt" (data/data_config.h, Direction). Printed as a flow list.
+Field make_directions_field() {
+  Field f;
+  f.key = "data.directions";
+  f.type = kDirectionsType;
+  f.set = [](Config& c, const YAML::Node& n) {
+    c.data.directions.clear();
+    if (n.IsNull()) return;
+    if (!n.IsSequence()) throw YAML::TypedBadConversion<std::vector<std::string>>(n.Mark());
+    for (const auto& item : n) {
+      if (!item.IsScalar()) throw YAML::TypedBadConversion<std::string>(item.Mark());
+      const std::string text = item.as<std::string>();
+      const auto dash = text.find('-');
+      // Kept as written when malformed, so that `problem` can name it.
+      c.data.directions.push_back(dash == std::string::npos ? data::Direction{text, ""}
+                                                            : data::Direction{text.substr(0, dash), text.substr(dash + 1)});
+    }
+  };
+  f.text = [](const Config& c) {
+    std::string out;
+    for (const auto& d : c.data.directions) out += (out.empty() ? "" : ", ") + d.name();
+    return "[" + out + "]";
+  };
+  f.problem = [](const Config& c) -> std::string {
+    const auto& dirs = c.data.directions;
+    for (size_t i = 0; i < dirs.size(); ++i) {
+      if (!is_language_code(dirs[i].src) || !is_language_code(dirs[i].tgt))
+        return fmt::format("'{}' is not a direction: write src-tgt with language codes of letters, digits or '_' "
+                           "(their raw files' suffixes), such as de-en", dirs[i].tgt.empty() ? dirs[i].src : dirs[i].name());
+      if (dirs[i].src == dirs[i].tgt) return fmt::format("direction '{}' translates a language into itself", dirs[i].name());
+      for (size_t j = 0; j < i; ++j)
+        if (dirs[j] == dirs[i]) return fmt::format("direction '{}' is listed twice", dirs[i].name());
+    }
+    return "";
+  };
+  return f;
+}
+
+// A temperature key: a number > 0, or the word `off_word` for 0, what the key does without a
+// temperature. An explicit 0 or less is refused, as fairseq's --sampling-temperature does.
+struct BadValue {
+  std::string why;
+};
+Field make_temperature_field(std::string key, double data::DataConfig::*member, std::string off_word) {
+  Field f;
+  f.key = std::move(key);
+  f.type = "number";
+  f.allowed = "> 0 | " + off_word;
+  f.set = [member, off_word](Config& c, const YAML::Node& n) {
+    if (!n.IsScalar()) throw YAML::TypedBadConversion<double>(n.Mark());
+    if (n.Scalar() == off_word) {
+      c.data.*member = 0;
+      return;
+    }
+    const double t = n.as<double>();
+    if (!(t > 0 && t <= 1e6)) throw BadValue{"must be a number > 0 (and <= 1e6), or " + off_word};
+    c.data.*member = t;
+  };
+  f.text = [member, off_word](const Config& c) { return c.data.*member > 0 ? scalar_text(c.data.*member) : off_word; };
+  f.problem = [](const Config&) { return std::string(); };
+  return f;
+}
+
 #define NMT_FIELD(section, name, rule) \
   make_field<decltype(Config{}.section.name)>(#section "." #name, [](Config& c) -> auto& { return c.section.name; }, rule)
 #define NMT_CHOICE(section, name, ...)                                                                    \
@@ -218,14 +289,18 @@ std::vector<Field> data_fields() {
       NMT_FIELD(data, src_lang, Any{}),
       NMT_FIELD(data, tgt_lang, Any{}),
       NMT_FIELD(data, train_split, Any{}),
+      make_directions_field(),
+      NMT_CHOICE(data, lang_tag,
+                 {{"none", data::LangTag::kNone}, {"source", data::LangTag::kSource}, {"decoder", data::LangTag::kDecoder}}),
       make_corpora_field(),
-      NMT_FIELD(data, sampling_temperature, (Range{0, 1e6})),
+      make_temperature_field("data.sampling_temperature", &data::DataConfig::sampling_temperature, "off"),
       make_source_tags_field(),
       NMT_FIELD(data, valid_split, Any{}),
       NMT_FIELD(data, test_split, Any{}),
       NMT_FIELD(data, spm_model, Any{}),
       NMT_FIELD(data, hf_tokenizer, Any{}),
       NMT_FIELD(data, vocab_size, (Range{8, 1e7})),
+      make_temperature_field("data.spm_temperature", &data::DataConfig::spm_temperature, "equal"),
       NMT_FIELD(data, spm_model_type, (OneOf{{"unigram", "bpe", "char", "word"}})),
       NMT_FIELD(data, spm_threads, (Range{1, 1024})),
       NMT_FIELD(data, spm_sample_lines, (Range{1, 1e12})),
@@ -311,6 +386,7 @@ std::vector<Field> train_fields() {
       NMT_FIELD(train, log_interval, (Range{1, 1e15})),
       NMT_FIELD(train, tensorboard, Any{}),
       NMT_FIELD(train, patience, (Range{0, 1e9})),
+      NMT_FIELD(train, select_direction, Any{}),
       NMT_FIELD(train, save_dir, Any{}),
       NMT_CHOICE(train, device, {{"auto", Device::kAuto}, {"cpu", Device::kCpu}, {"cuda", Device::kCuda}}),
       NMT_CHOICE(train, precision,
@@ -359,6 +435,7 @@ std::vector<Field> eval_fields() {
       NMT_FIELD(eval, sampling_topk, (Range{1, 1e9})),
       NMT_FIELD(eval, temperature, (Range{-kInf, 1e6})),  // > 0: check_sampling says so
       NMT_FIELD(eval, seed, (Range{0, 9.2e18})),
+      NMT_FIELD(eval, zero_shot, Any{}),
   };
 }
 
@@ -415,6 +492,8 @@ void set_field(Config& cfg, const std::string& key, const YAML::Node& value, con
     const char* article = std::string("aeiou").find(f->type[0]) != std::string::npos ? "an" : "a";
     throw ConfigError(
         fmt::format("config key '{}' = {} ({}): expected {} {}", key, scalar_or_shape(value), origin, article, f->type));
+  } catch (const BadValue& e) {
+    throw ConfigError(fmt::format("config key '{}' = {} ({}): {}", key, scalar_or_shape(value), origin, e.why));
   } catch (const UnknownChoice& e) {
     throw ConfigError(fmt::format("config key '{}' = {} ({}): must be one of: {}", key, scalar_or_shape(value), origin,
                                   e.allowed));
@@ -541,6 +620,40 @@ void check_sampling(const Config& cfg, Fail&& fail) {
          "must be 1 with eval.sampling (a sampled translation is drawn token by token, not searched by a beam)");
 }
 
+// A multilingual model (data.directions) and the keys that depend on it.
+template <typename Fail>
+void check_directions(const Config& cfg, Fail&& fail) {
+  const data::DataConfig& d = cfg.data;
+  const auto tag_name = [&] {
+    return std::string(d.lang_tag == data::LangTag::kSource ? "source" : d.lang_tag == data::LangTag::kDecoder ? "decoder" : "none");
+  };
+  if (d.directions.empty()) {
+    if (d.lang_tag != data::LangTag::kNone) fail("data.lang_tag", tag_name(), "needs data.directions (a multilingual model)");
+    if (!cfg.train.select_direction.empty())
+      fail("train.select_direction", cfg.train.select_direction, "needs data.directions (a multilingual model)");
+    return;
+  }
+  std::set<std::string> targets;
+  for (const auto& dir : d.directions) targets.insert(dir.tgt);
+  if (targets.size() > 1 && d.lang_tag == data::LangTag::kNone)
+    fail("data.lang_tag", tag_name(),
+         fmt::format("data.directions translate into {} languages: the model must be told which, with "
+                     "data.lang_tag: source or decoder", targets.size()));
+  const std::vector<std::pair<const char*, bool>> conflicts = {
+      {"data.hf_tokenizer", !d.hf_tokenizer.empty()}, {"data.reversed_weight", d.reversed_weight > 0}};
+  for (const auto& [key, set] : conflicts)
+    if (set)
+      fail(key, "set", "cannot be combined with data.directions (a multilingual model trains both directions "
+                       "as directions of its own)");
+  for (const auto& [corpus, tag] : d.source_tags)
+    for (const auto& t : targets)
+      if (tag == data::language_tag(t))
+        fail("data.source_tags", tag, "is the language tag of target language '" + t + "' (data.lang_tag)");
+  bool found = cfg.train.select_direction.empty();
+  for (const auto& dir : d.directions) found |= dir.name() == cfg.train.select_direction;
+  if (!found) fail("train.select_direction", cfg.train.select_direction, "is not one of data.directions");
+}
+
 }  // namespace
 
 int64_t schedule_end_update(const Config& cfg) {
@@ -573,6 +686,7 @@ void validate(const Config& cfg, Needs needs) {
     fail("data.subword_samples", std::to_string(cfg.data.subword_samples),
          "needs data.spm_model_type: unigram (segmentations are drawn from a unigram model's n best)");
   check_hf_tokenizer(cfg.data, fail);
+  check_directions(cfg, fail);
   if (cfg.data.reversed_until_update > 0 && cfg.data.reversed_weight == 0)
     fail("data.reversed_until_update", std::to_string(cfg.data.reversed_until_update),
          "needs data.reversed_weight > 0 (there is no reversed stage to end)");
@@ -616,7 +730,7 @@ std::string to_yaml(const Config& cfg) {
       section = sec;
     }
     YAML::Emitter e;
-    if (f.type == kCorporaType || f.type == kTagsType) {
+    if (f.type == kCorporaType || f.type == kTagsType || f.type == kDirectionsType) {
       out += "  " + name + ": " + f.text(cfg) + "\n";  // a flow mapping of plain names and numbers
       continue;
     }

@@ -25,18 +25,20 @@ Batch make_batch(ShardedCorpus& corpus, const MicroBatch& micro_batch, const Spe
   if (micro_batch.empty()) return b;
   const int64_t n = static_cast<int64_t>(micro_batch.size());
   std::vector<std::vector<int32_t>> src(n), tgt(n);
+  std::vector<int64_t> starts(static_cast<size_t>(n));
   for (int64_t r = 0; r < n; ++r) {
     corpus.read(micro_batch[r], &src[r], &tgt[r]);
+    starts[static_cast<size_t>(r)] = corpus.decoder_start(micro_batch[r]);
     b.src_tokens += static_cast<int64_t>(src[r].size()) + 1;
     b.tgt_tokens += static_cast<int64_t>(tgt[r].size()) + 1;
   }
   b.src = pad_source(src, special);
-  std::tie(b.tgt_in, b.tgt_out) = pad_target(tgt, special);
+  std::tie(b.tgt_in, b.tgt_out) = pad_target(tgt, special, &starts);
   return b;
 }
 
 std::pair<torch::Tensor, torch::Tensor> pad_target(const std::vector<std::vector<int32_t>>& seqs,
-                                                   const SpecialIds& special) {
+                                                   const SpecialIds& special, const std::vector<int64_t>* starts) {
   size_t longest = 0;
   for (const auto& s : seqs) longest = std::max(longest, s.size());
   const int64_t n = static_cast<int64_t>(seqs.size()), len = static_cast<int64_t>(longest) + 1;
@@ -45,7 +47,7 @@ std::pair<torch::Tensor, torch::Tensor> pad_target(const std::vector<std::vector
   auto in = tgt_in.accessor<int64_t, 2>();
   auto out = tgt_out.accessor<int64_t, 2>();
   for (int64_t r = 0; r < n; ++r) {
-    in[r][0] = special.bos;
+    in[r][0] = starts && (*starts)[static_cast<size_t>(r)] >= 0 ? (*starts)[static_cast<size_t>(r)] : special.bos;
     for (size_t j = 0; j < seqs[r].size(); ++j) {
       in[r][j + 1] = seqs[r][j];
       out[r][j] = seqs[r][j];

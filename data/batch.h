@@ -13,7 +13,7 @@ namespace nmt::data {
 
 struct Batch {
   torch::Tensor src;      // [batch, src_len] int64: ids + EOS, right-padded with pad
-  torch::Tensor tgt_in;   // [batch, tgt_len] int64: BOS + ids (decoder input), padded
+  torch::Tensor tgt_in;   // [batch, tgt_len] int64: BOS (or a language tag) + ids (decoder input), padded
   torch::Tensor tgt_out;  // [batch, tgt_len] int64: ids + EOS (what the decoder predicts), padded
   std::vector<int64_t> ids;  // example index of each row
   int64_t src_tokens = 0;    // non-pad source tokens
@@ -32,8 +32,10 @@ Batch with_second_copy(const Batch& batch);
 torch::Tensor pad_source(const std::vector<std::vector<int32_t>>& seqs, const SpecialIds& special);
 
 // Teacher forcing's pair for target sequences, each [n, longest + 1] int64: BOS + seq as the
-// decoder's input, seq + EOS as what it must predict, pad after.
+// decoder's input, seq + EOS as what it must predict, pad after. `starts` (one per sequence,
+// when given) replaces BOS where it is >= 0: a language tag as the decoder's first token.
 std::pair<torch::Tensor, torch::Tensor> pad_target(const std::vector<std::vector<int32_t>>& seqs,
-                                                   const SpecialIds& special);
+                                                   const SpecialIds& special,
+                                                   const std::vector<int64_t>* starts = nullptr);
 
 }  // namespace nmt::data

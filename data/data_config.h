@@ -9,12 +9,35 @@
 
 namespace nmt::data {
 
+// One translation direction of a multilingual model (data.directions), such as de -> en.
+struct Direction {
+  std::string src, tgt;
+  std::string name() const { return src + "-" + tgt; }  // "de-en", as configs write it
+  bool operator==(const Direction& o) const { return src == o.src && tgt == o.tgt; }
+};
+
+// Where a multilingual model is told the target language (data.lang_tag): nowhere (one
+// target language, as in many-to-one), as a "<2xx>" token in front of the source (Johnson et
+// al. 2017, Marian's >>xx<<), or as the decoder's first token in place of BOS (fairseq's
+// --decoder-langtok).
+enum class LangTag { kNone, kSource, kDecoder };
+
 struct DataConfig {
   std::string raw_dir = "../shared/data/multi30k";  // raw text in Multi30k layout: {split}.{lang}[.gz]
   std::string shard_dir = "data-bin/multi30k_de_en";  // where preprocess writes shards + manifest.json
   std::string src_lang = "de";                        // source language suffix of the raw files
   std::string tgt_lang = "en";                        // target language suffix of the raw files
   std::string train_split = "train";                  // raw file prefix of the training split
+  // A multilingual model's directions (data/directions.h). Empty: one direction,
+  // src_lang -> tgt_lang, as before the key existed. Set: every training corpus and the
+  // validation split are read for each direction from {prefix}.{src} / {prefix}.{tgt} into
+  // their own shard splits ("train.de-en"), one joint vocabulary is trained over all the
+  // languages, and src_lang / tgt_lang name the direction evaluate and translate decode.
+  std::vector<Direction> directions;
+  LangTag lang_tag = LangTag::kNone;  // multilingual: none|source|decoder (above)
+  // Multilingual: each language's share of the SentencePiece sample is proportional to its
+  // lines^(1/T); 0 = every language an equal share (a small language's lines repeated).
+  double spm_temperature = 0.0;
   // Several training corpora instead of train_split: raw prefix -> weight. Each is preprocessed
   // into its own shards (the vocabulary is sampled from all of them), and the trainer draws
   // each micro-batch from a corpus with probability weight / sum of weights, by seed
@@ -79,9 +102,65 @@ struct DataConfig {
   int64_t preload_mb = 1024;
 };
 
+// The language tag of target language `lang` (data.lang_tag): a control symbol of the vocabulary.
+inline std::string language_tag(const std::string& lang) { return "<2" + lang + ">"; }
+
+// The shard split of raw prefix `prefix` in direction `d` of a multilingual model: "train.de-en".
+inline std::string direction_split(const std::string& prefix, const Direction& d) { return prefix + "." + d.name(); }
+
+// A training corpus of a multilingual model in one direction: shard split `split` is read
+// from {prefix}.{src} / {prefix}.{tgt}. `corpus` is its name in data.train_corpora (or
+// data.train_split), the key data.source_tags uses.
+struct DirectedCorpus {
+  std::string split, corpus, prefix;
+  Direction direction;
+  double weight = 1.0;
+};
+
+// The direction a data.train_corpora name is restricted to ("bt.fr-en": the corpus bt, in
+// fr-en only), or null for a corpus read in every direction.
+inline const Direction* corpus_direction(const DataConfig& cfg, const std::string& corpus) {
+  const auto dot = corpus.rfind('.');
+  if (dot == std::string::npos) return nullptr;
+  for (const Direction& d : cfg.directions)
+    if (corpus.compare(dot + 1, std::string::npos, d.name()) == 0) return &d;
+  return nullptr;
+}
+
+// A multilingual model's training corpora, direction by direction in data.directions' order:
+// each corpus of data.train_corpora (or data.train_split) in every direction, with its weight,
+// except one named "<prefix>.<direction>", which is read in that direction only.
+inline std::vector<DirectedCorpus> directed_training_corpora(const DataConfig& cfg) {
+  std::vector<std::pair<std::string, double>> corpora;
+  for (const auto& [corpus, weight] : cfg.train_corpora) corpora.emplace_back(corpus, weight);
+  if (corpora.empty()) corpora.emplace_back(cfg.train_split, 1.0);
+  std::vector<DirectedCorpus> out;
+  for (const Direction& d : cfg.directions)
+    for (const auto& [corpus, weight] : corpora) {
+      const Direction* only = corpus_direction(cfg, corpus);
+      if (only == nullptr) out.push_back({direction_split(corpus, d), corpus, corpus, d, weight});
+      else if (*only == d) out.push_back({corpus, corpus, corpus.substr(0, corpus.size() - d.name().size() - 1), d, weight});
+    }
+  return out;
+}
+
+// The validation shard splits: data.valid_split, or one per direction of a multilingual model.
+inline std::vector<std::string> validation_splits(const DataConfig& cfg) {
+  if (cfg.directions.empty()) return {cfg.valid_split};
+  std::vector<std::string> out;
+  for (const Direction& d : cfg.directions) out.push_back(direction_split(cfg.valid_split, d));
+  return out;
+}
+
 // The training corpora and their weights, by name: data.train_corpora, or data.train_split
-// with weight 1 when that is empty.
+// with weight 1 when that is empty; for a multilingual model, their shard splits in every
+// direction (directed_training_corpora).
 inline std::vector<std::pair<std::string, double>> training_corpora(const DataConfig& cfg) {
+  if (!cfg.directions.empty()) {
+    std::vector<std::pair<std::string, double>> out;
+    for (const DirectedCorpus& c : directed_training_corpora(cfg)) out.emplace_back(c.split, c.weight);
+    return out;
+  }
   if (cfg.train_corpora.empty()) return {{cfg.train_split, 1.0}};
   return {cfg.train_corpora.begin(), cfg.train_corpora.end()};
 }
@@ -123,6 +202,11 @@ inline double weight_after_reversed_stage(const DataConfig& cfg, const std::stri
 }
 
 inline bool is_training_corpus(const DataConfig& cfg, const std::string& split) {
+  if (!cfg.directions.empty()) {
+    for (const auto& [name, weight] : training_corpora(cfg))
+      if (name == split) return true;
+    return false;
+  }
   return cfg.train_corpora.empty() ? split == cfg.train_split : cfg.train_corpora.count(split) > 0;
 }
 

@@ -48,6 +48,10 @@ std::string Manifest::to_json() const {
   }
   j["vocab_size"] = vocab_size;
   j["special_ids"] = {{"pad", special.pad}, {"unk", special.unk}, {"bos", special.bos}, {"eos", special.eos}};
+  if (!directions.empty()) {
+    j["directions"] = directions;
+    j["lang_tag"] = lang_tag;
+  }
   json splits_json = json::object();
   for (const auto& [name, s] : splits) {
     json shards = json::array();
@@ -57,6 +61,8 @@ std::string Manifest::to_json() const {
                          {"skipped_empty", s.skipped_empty},
                          {"skipped_too_long", s.skipped_too_long},
                          {"shards", shards}};
+    if (!s.direction.empty()) splits_json[name]["direction"] = s.direction;
+    if (s.decoder_start >= 0) splits_json[name]["decoder_start"] = s.decoder_start;
   }
   j["splits"] = splits_json;
   return j.dump(2) + "\n";
@@ -93,6 +99,15 @@ Manifest Manifest::from_json(const std::string& text, const std::string& path) {
     if (id >= m.vocab_size)
       throw DataError(path + ": field 'special_ids." + name + "' = " + std::to_string(id) +
                       " is outside the vocabulary of " + std::to_string(m.vocab_size));
+  if (j.contains("directions")) {
+    const json& dirs = j.at("directions");
+    if (!dirs.is_array()) throw DataError(path + ": field 'directions' must be an array of strings");
+    for (size_t i = 0; i < dirs.size(); ++i) {
+      if (!dirs[i].is_string()) throw DataError(path + ": field 'directions[" + std::to_string(i) + "]' must be a string");
+      m.directions.push_back(dirs[i].get<std::string>());
+    }
+    m.lang_tag = str_field(j, "lang_tag", "", path);
+  }
   const json& splits = field(j, "splits", "", path);
   if (!splits.is_object()) throw DataError(path + ": field 'splits' must be an object");
   for (const auto& [name, s] : splits.items()) {
@@ -102,6 +117,13 @@ Manifest Manifest::from_json(const std::string& text, const std::string& path) {
     e.raw_lines = int_field(s, "raw_lines", where, path);
     e.skipped_empty = int_field(s, "skipped_empty", where, path);
     e.skipped_too_long = int_field(s, "skipped_too_long", where, path);
+    if (s.contains("direction")) e.direction = str_field(s, "direction", where, path);
+    if (s.contains("decoder_start")) {
+      e.decoder_start = int_field(s, "decoder_start", where, path);
+      if (e.decoder_start >= m.vocab_size)
+        throw DataError(path + ": field '" + where + "decoder_start' = " + std::to_string(e.decoder_start) +
+                        " is outside the vocabulary of " + std::to_string(m.vocab_size));
+    }
     const json& shards = field(s, "shards", where, path);
     if (!shards.is_array() || shards.empty()) throw DataError(path + ": field '" + where + "shards' must be a non-empty array");
     int64_t total = 0;

@@ -4,8 +4,9 @@
 //   { "format_version": 1, "src_lang": "de", "tgt_lang": "en",
 //     "spm_model": "spm.model", "spm_sha256": "...", "vocab_size": 8000,
 //     "special_ids": {"pad": 0, "unk": 1, "bos": 2, "eos": 3},
+//     ["directions": ["de-en", ...], "lang_tag": "source",]     (multilingual only)
 //     "splits": { "train": { "examples": N, "raw_lines": M, "skipped_empty": a,
-//                            "skipped_too_long": b,
+//                            "skipped_too_long": b, ["direction": "de-en", "decoder_start": id,]
 //                            "shards": [ {"file": "...h5", "examples": n, "sha256": "..."} ] } } }
 #include <cstdint>
 #include <map>
@@ -27,6 +28,10 @@ struct SplitEntry {
   int64_t raw_lines = 0;         // lines in the raw files
   int64_t skipped_empty = 0;     // pairs dropped because a side was empty
   int64_t skipped_too_long = 0;  // pairs dropped by the max_len filter
+  // A multilingual model's split (data.directions): its direction ("de-en"), and the decoder's
+  // first token for it under data.lang_tag: decoder (-1: BOS). Absent from a bilingual manifest.
+  std::string direction;
+  int64_t decoder_start = -1;
   std::vector<ShardEntry> shards;
 };
 
@@ -40,6 +45,10 @@ struct Manifest {
   // absent from the file, so that a SentencePiece manifest's bytes are as before.
   std::string target_spm_model, vocab_json;
   int64_t vocab_size = 0;
+  // A multilingual model's directions ("de-en", ...) and data.lang_tag (none|source|decoder);
+  // empty, and absent from the file, for one direction (src_lang -> tgt_lang).
+  std::vector<std::string> directions;
+  std::string lang_tag;
   SpecialIds special;
   std::map<std::string, SplitEntry> splits;
 

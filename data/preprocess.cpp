@@ -8,7 +8,9 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <unordered_map>
@@ -23,6 +25,8 @@
 #include "data/data_error.h"
 #include "data/encoded_pairs_spill.h"
 #include "data/hf_vocabulary.h"
+#include "data/language_sample.h"
+#include "data/raw_splits.h"
 #include "data/reservoir_sample.h"
 #include "data/shard_io.h"
 #include "data/source_tags.h"
@@ -33,14 +37,6 @@ namespace fs = std::filesystem;
 
 namespace nmt::data {
 namespace {
-
-// A split's raw files and their line count, from the scan that checks them before anything is
-// written. The lines themselves are streamed, never held: memory stays bounded by a block and
-// a shard, whatever the corpus's size.
-struct RawSplit {
-  std::string name, src_path, tgt_path;
-  int64_t lines = 0;
-};
 
 // Feeds SentencePiece the lines it trains on, in corpus order.
 class LinesIterator : public sentencepiece::SentenceIterator {
@@ -91,19 +87,23 @@ void write_file_bytes(const std::string& path, const std::string& bytes) {
   if (!out) throw DataError(path + ": cannot write");
 }
 
-// `lines`: what SentencePiece trains on (all the training split's non-empty lines, or a seeded
-// sample of data.spm_sample_lines of them); `offered`: how many there were in all.
-std::string train_sentencepiece(const DataConfig& cfg, const std::vector<RawSplit*>& corpora,
-                                std::vector<std::string> lines, uint64_t offered, std::FILE* log) {
+// The log line of a bilingual vocabulary's sample: `lines` of the `offered` non-empty lines.
+void log_bilingual_sample(const DataConfig& cfg, const std::vector<RawSplit*>& corpora, size_t lines, uint64_t offered,
+                          std::FILE* log) {
   int64_t total = 0;
   for (const RawSplit* c : corpora) total += c->lines;
   std::fprintf(log, "preprocess: training a joint %s SentencePiece model, vocab_size %lld, on %lld + %lld lines",
                cfg.spm_model_type.c_str(), static_cast<long long>(cfg.vocab_size), static_cast<long long>(total),
                static_cast<long long>(total));
-  if (lines.size() < offered)
-    std::fprintf(log, ": a seeded sample of %zu of their %llu non-empty lines (data.spm_sample_lines)", lines.size(),
+  if (lines < offered)
+    std::fprintf(log, ": a seeded sample of %zu of their %llu non-empty lines (data.spm_sample_lines)", lines,
                  static_cast<unsigned long long>(offered));
   std::fprintf(log, "\n");
+}
+
+// `lines`: what SentencePiece trains on (all the training split's non-empty lines, or a seeded
+// sample of data.spm_sample_lines of them); errors name `first_file`.
+std::string train_sentencepiece(const DataConfig& cfg, const std::string& first_file, std::vector<std::string> lines) {
   const SpecialIds ids;
   std::unordered_map<std::string, std::string> args = {
       {"model_type", cfg.spm_model_type},
@@ -117,7 +117,7 @@ std::string train_sentencepiece(const DataConfig& cfg, const std::vector<RawSpli
       {"input_sentence_size", "0"},  // all it is given: the sample is ours (seeded), not SentencePiece's
       {"minloglevel", "1"},
   };
-  if (const auto tags = distinct_source_tags(cfg); !tags.empty()) {  // data/source_tags.h
+  if (const auto tags = reserved_symbols(cfg); !tags.empty()) {  // data/source_tags.h
     std::string joined;
     for (const auto& t : tags) joined += (joined.empty() ? "" : ",") + t;
     args["control_symbols"] = joined;
@@ -126,62 +126,15 @@ std::string train_sentencepiece(const DataConfig& cfg, const std::vector<RawSpli
   std::string proto;
   const auto status = sentencepiece::SentencePieceTrainer::Train(args, &it, &proto);
   if (!status.ok())
-    throw DataError(corpora.front()->src_path + ": SentencePiece training failed: " + status.ToString() +
+    throw DataError(first_file + ": SentencePiece training failed: " + status.ToString() +
                     " (data.vocab_size / data.spm_model_type)");
   return proto;
 }
 
 
-// The key that names the training data, with its value, for messages.
-std::string training_key(const DataConfig& cfg) {
-  if (cfg.train_corpora.empty()) return "data.train_split = '" + cfg.train_split + "'";
-  std::string names;
-  for (const auto& [corpus, weight] : cfg.train_corpora) names += (names.empty() ? "" : ", ") + corpus;
-  return "data.train_corpora = {" + names + "}";
-}
-
-// A raw split named like `derived`, a split preprocess writes from training corpus `corpus`
-// (`what` says which), would be overwritten by it: refused.
-void refuse_derived_name(const DataConfig& cfg, const std::vector<std::string>& names, const std::string& derived,
-                         const std::string& corpus, const std::string& what) {
-  if (std::find(names.begin(), names.end(), derived) == names.end()) return;
-  throw DataError((fs::path(cfg.raw_dir) / (derived + "." + cfg.src_lang)).string() +
-                  ": a raw split has the name of training corpus '" + corpus + "''s " + what + ": rename it");
-}
-
-// Every split present in one language must be present in the other, and the training and
-// validation splits must be there: a half-present split is an error, not a skip.
-std::vector<RawSplit> find_raw_splits(const DataConfig& cfg) {
-  std::vector<std::string> names = list_splits(cfg.raw_dir, cfg.src_lang, cfg.tgt_lang);
-  std::vector<std::string> missing, required{cfg.valid_split};
-  for (const auto& [corpus, weight] : training_corpora(cfg)) required.push_back(corpus);
-  for (const std::string& r : required)
-    if (std::find(names.begin(), names.end(), r) == names.end()) names.push_back(r);
-  for (const std::string& name : names)
-    for (const std::string& lang : {cfg.src_lang, cfg.tgt_lang})
-      if (find_split_file(cfg.raw_dir, name, lang).empty())
-        missing.push_back((fs::path(cfg.raw_dir) / (name + "." + lang)).string() + "[.gz]");
-  if (!missing.empty()) {
-    std::string list;
-    for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;
-    throw DataError("missing raw files: " + list + " (data.raw_dir = '" + cfg.raw_dir + "', data.src_lang = '" +
-                    cfg.src_lang + "', data.tgt_lang = '" + cfg.tgt_lang + "', " + training_key(cfg) +
-                    ", data.valid_split = '" + cfg.valid_split + "')");
-  }
-  for (const auto& [corpus, weight] : training_corpora(cfg)) {
-    for (int64_t k = 1; k <= cfg.subword_samples; ++k)
-      refuse_derived_name(cfg, names, subword_sample_split(corpus, k), corpus,
-                          "sampled segmentation " + std::to_string(k) +
-                              " (data.subword_samples = " + std::to_string(cfg.subword_samples) + ")");
-    if (cfg.reversed_weight > 0)
-      refuse_derived_name(cfg, names, reversed_split(corpus), corpus, "reversed split (data.reversed_weight > 0)");
-    if (cfg.concat_weight > 0)
-      refuse_derived_name(cfg, names, concat_split(corpus), corpus, "joined split (data.concat_weight > 0)");
-  }
-  std::vector<RawSplit> splits;
-  for (const std::string& name : names)
-    splits.push_back({name, find_split_file(cfg.raw_dir, name, cfg.src_lang), find_split_file(cfg.raw_dir, name, cfg.tgt_lang)});
-  return splits;
+// "de 29000 of 29000": a language's share of the vocabulary's sample, of its lines.
+std::string fmt_share(const std::string& lang, int64_t share, int64_t lines) {
+  return lang + " " + std::to_string(share) + " of " + std::to_string(lines);
 }
 
 // The training corpora's raw splits, in data.train_corpora's (name) order.
@@ -208,7 +161,11 @@ ShardVocabulary spm_vocabulary(const DataConfig& cfg, const std::string& proto) 
   if (m.special.pad < 0 || m.special.bos < 0 || m.special.eos < 0)
     throw DataError(spm_source + ": the SentencePiece model needs pad, bos and eos ids (train it with --pad_id etc.)");
   if (cfg.concat_weight > 0) check_encodes_words_alone(sp, spm_source);
-  check_source_tags(sp, cfg, spm_source);
+  check_reserved_symbols(sp, cfg, spm_source);
+  if (!cfg.directions.empty()) {
+    for (const Direction& d : cfg.directions) m.directions.push_back(d.name());
+    m.lang_tag = cfg.lang_tag == LangTag::kSource ? "source" : cfg.lang_tag == LangTag::kDecoder ? "decoder" : "none";
+  }
   return v;
 }
 
@@ -310,18 +267,19 @@ struct DerivedWriters {
 // its joined source or target would be longer than data.max_len or it is its block's only pair
 // (its own partner), so the joined split keeps exactly the corpus's pairs.
 void append_joined(const DataConfig& cfg, const EncodedBlock& block, const std::vector<size_t>& kept,
-                   const std::string& split, int64_t block_index, int tag, EncodedPairsWriter& out, int64_t& alone) {
+                   const std::string& split, int64_t block_index, const std::vector<int>& prefix, EncodedPairsWriter& out,
+                   int64_t& alone) {
   const std::vector<int64_t> partner = concat_partners(static_cast<int64_t>(kept.size()), split, block_index);
-  const size_t tag_size = tag < 0 ? 0 : 1;
+  const size_t tag_size = prefix.size();
   std::vector<int> scratch;
   for (size_t j = 0; j < kept.size(); ++j) {
     const size_t i = kept[j], p = kept[static_cast<size_t>(partner[j])];
     const bool fits = static_cast<int64_t>(tag_size + block.a[i].size() + block.a[p].size()) <= cfg.max_len &&
                       static_cast<int64_t>(block.b[i].size() + block.b[p].size()) <= cfg.max_len;
     if (fits && p != i) {
-      out.append(with_source_tag(joined(block.a[i], block.a[p]), tag, scratch), joined(block.b[i], block.b[p]));
+      out.append(with_prefix(joined(block.a[i], block.a[p]), prefix, scratch), joined(block.b[i], block.b[p]));
     } else {
-      out.append(with_source_tag(block.a[i], tag, scratch), block.b[i]);
+      out.append(with_prefix(block.a[i], prefix, scratch), block.b[i]);
       ++alone;
     }
   }
@@ -330,13 +288,14 @@ void append_joined(const DataConfig& cfg, const EncodedBlock& block, const std::
 // Appends the block's pairs to `out`, and their derived forms to `derived`, in input order. The
 // training split drops pairs with an empty side (empty raw text, or text SentencePiece encodes to
 // no pieces, such as spaces alone) or a side longer than data.max_len (counted in `entry`);
-// other splits keep every line, as evaluation needs. A tagged corpus's sources (tag >= 0,
-// data/source_tags.h) get the tag in front, counted in max_len; its reversed split has none.
+// other splits keep every line, as evaluation needs. The sources get `prefix` in front (a
+// language tag, a corpus's source tag: data/source_tags.h), counted in max_len; a reversed
+// split has none.
 void append_block(const DataConfig& cfg, const RawSplit& s, const EncodedBlock& block, const std::vector<std::string>& src_lines,
-                  const std::vector<std::string>& tgt_lines, int64_t block_index, int tag, EncodedPairsWriter& out,
-                  DerivedWriters& derived, SplitEntry& entry) {
+                  const std::vector<std::string>& tgt_lines, int64_t block_index, const std::vector<int>& prefix,
+                  EncodedPairsWriter& out, DerivedWriters& derived, SplitEntry& entry) {
   const bool is_train = is_training_corpus(cfg, s.name);
-  const int64_t src_max_len = cfg.max_len - (tag < 0 ? 0 : 1);
+  const int64_t src_max_len = cfg.max_len - static_cast<int64_t>(prefix.size());
   std::vector<size_t> kept;
   std::vector<int> scratch;
   for (size_t i = 0; i < src_lines.size(); ++i) {
@@ -349,16 +308,16 @@ void append_block(const DataConfig& cfg, const RawSplit& s, const EncodedBlock& 
       ++entry.skipped_too_long;
       continue;
     }
-    out.append(with_source_tag(a, tag, scratch), b);
+    out.append(with_prefix(a, prefix, scratch), b);
     kept.push_back(i);
     for (size_t k = 0; k < derived.samples.size(); ++k) {
       const auto& sa = static_cast<int64_t>(block.sa[k][i].size()) > src_max_len ? a : block.sa[k][i];
-      derived.samples[k]->append(with_source_tag(sa, tag, scratch), within_max_len(cfg, block.sb[k][i], b));
+      derived.samples[k]->append(with_prefix(sa, prefix, scratch), within_max_len(cfg, block.sb[k][i], b));
     }
     if (derived.reversed) derived.reversed->append(b, a);
   }
   if (derived.concatenated)
-    append_joined(cfg, block, kept, s.name, block_index, tag, *derived.concatenated, derived.concatenated_alone);
+    append_joined(cfg, block, kept, s.name, block_index, prefix, *derived.concatenated, derived.concatenated_alone);
 }
 
 // Lines per block: memory holds one block's lines and encodings, progress and interrupts are
@@ -374,7 +333,7 @@ void encode_split(const DataConfig& cfg, const RawSplit& s, const Tokenizer& tok
                   SplitEntry& entry) {
   const SubwordSampling sampling{static_cast<int64_t>(derived.samples.size()), cfg.subword_nbest, cfg.subword_alpha};
   const int workers = worker_count(cfg);
-  const int tag = source_tag_id(tok.spm(), cfg, s.name);
+  const std::vector<int> prefix = source_prefix(tok.spm(), cfg, s.corpus, s.direction ? &*s.direction : nullptr);
   entry.raw_lines = s.lines;
   base::Progress progress("preprocess " + s.name, entry.raw_lines, log);
   LineReader src_in(s.src_path), tgt_in(s.tgt_path);
@@ -387,8 +346,8 @@ void encode_split(const DataConfig& cfg, const RawSplit& s, const Tokenizer& tok
     read_block(src_in, tgt_in, kBlockLines, src_lines, tgt_lines);
     if (src_lines.empty()) break;
     encode_block(tok, src_lines, tgt_lines, sampling, s.name, first_line, workers, block);
-    append_block(cfg, s, block, src_lines, tgt_lines, first_line / static_cast<int64_t>(kBlockLines), tag, out, derived,
-                 entry);
+    append_block(cfg, s, block, src_lines, tgt_lines, first_line / static_cast<int64_t>(kBlockLines), prefix, out,
+                 derived, entry);
   }
   progress.finish();
   out.close();
@@ -467,6 +426,10 @@ std::vector<std::string> write_all(const DataConfig& cfg, const std::vector<RawS
     if (is_train && cfg.reversed_weight > 0) names.push_back(reversed_split(s.name));
     if (is_train && cfg.concat_weight > 0) names.push_back(concat_split(s.name));
     SplitEntry entry;
+    if (s.direction) {  // a multilingual model's split, and every split derived from it
+      entry.direction = s.direction->name();
+      entry.decoder_start = decoder_start(v.tokenizer.spm(), cfg, &*s.direction);
+    }
     const int64_t alone = encode_with_derived(cfg, s, v.tokenizer, interrupts, log, pairs_path, entry);
     for (const std::string& name : names) {
       SplitEntry e = entry;  // a sampled, reversed or joined split keeps exactly the corpus's pairs
@@ -483,9 +446,32 @@ std::vector<std::string> write_all(const DataConfig& cfg, const std::vector<RawS
   return outputs;
 }
 
+// A multilingual model's vocabulary: every split scanned, then each language's files (each
+// read once, however many directions use it) sampled by data/language_sample.h.
+std::string multilingual_vocabulary(const DataConfig& cfg, std::vector<RawSplit>& splits, std::FILE* log) {
+  for (RawSplit& s : splits) scan_split(s, nullptr);
+  std::map<std::string, LanguageText> languages;
+  std::set<std::string> files_seen;
+  for (RawSplit* c : training_splits(cfg, splits))
+    for (const auto& [lang, path] : {std::pair{c->direction->src, c->src_path}, std::pair{c->direction->tgt, c->tgt_path}})
+      if (files_seen.insert(path).second) {
+        languages[lang].files.push_back(path);
+        languages[lang].lines += c->lines;
+      }
+  const auto shares = language_shares(languages, cfg.spm_sample_lines, cfg.spm_temperature);
+  std::string described;
+  for (const auto& [lang, text] : languages)
+    described += fmt_share(lang, shares.at(lang), text.lines) + (lang == languages.rbegin()->first ? "" : ", ");
+  std::fprintf(log, "preprocess: training a joint %s SentencePiece model, vocab_size %lld, on %s lines (data.spm_temperature = %s)\n",
+               cfg.spm_model_type.c_str(), static_cast<long long>(cfg.vocab_size), described.c_str(),
+               cfg.spm_temperature > 0 ? std::to_string(cfg.spm_temperature).c_str() : "equal");
+  return train_sentencepiece(cfg, languages.begin()->second.files.front(), sample_languages(languages, shares));
+}
+
 // Scans every split (line counts checked; the training split's SentencePiece sample drawn, in
 // one streaming pass) and returns the vocabulary: the given model, or one trained on it.
 std::string scan_and_get_vocabulary(const DataConfig& cfg, std::vector<RawSplit>& splits, std::FILE* log) {
+  if (!cfg.directions.empty() && cfg.spm_model.empty()) return multilingual_vocabulary(cfg, splits, log);
   constexpr uint64_t kSampleSeed = 1;  // fixed: the same corpus gives the same vocabulary
   const bool train_spm = cfg.spm_model.empty() && cfg.hf_tokenizer.empty();
   LineSample sample(static_cast<uint64_t>(cfg.spm_sample_lines), kSampleSeed);
@@ -497,9 +483,11 @@ std::string scan_and_get_vocabulary(const DataConfig& cfg, std::vector<RawSplit>
   for (RawSplit* c : corpora) scan_split(*c, train_spm ? &sample : nullptr);
   if (!cfg.hf_tokenizer.empty()) return "";  // hf_vocabulary() reads its files
   if (!train_spm) return read_file_bytes(cfg.spm_model);
-  const uint64_t offered = sample.offered();
-  return train_sentencepiece(cfg, corpora, sample.take_in_stream_order(), offered, log);
+  std::vector<std::string> lines = sample.take_in_stream_order();
+  log_bilingual_sample(cfg, corpora, lines.size(), sample.offered(), log);
+  return train_sentencepiece(cfg, corpora.front()->src_path, std::move(lines));
 }
+
 
 }  // namespace
 

@@ -94,6 +94,16 @@ void ShardedCorpus::open_split(const std::string& split) {
   }
   splits_.push_back(split);
   split_begin_.push_back(shard_begin_.back());
+  split_decoder_start_.push_back(entry.decoder_start);
+}
+
+int64_t ShardedCorpus::split_of(int64_t example) const {
+  const auto it = std::upper_bound(split_begin_.begin(), split_begin_.end(), example);
+  return static_cast<int64_t>(it - split_begin_.begin()) - 1;
+}
+
+int64_t ShardedCorpus::decoder_start(int64_t example) const {
+  return split_decoder_start_[static_cast<size_t>(split_of(example))];
 }
 
 std::string ShardedCorpus::split() const {

@@ -26,6 +26,11 @@ class ShardedCorpus {
   // The split's name, or the splits' names joined by "+", for messages.
   std::string split() const;
   const std::vector<int64_t>& split_begin() const { return split_begin_; }
+  // The split (index into splits()) that example `i` belongs to.
+  int64_t split_of(int64_t example) const;
+  // The decoder's first token for example `i`: its split's language tag under data.lang_tag:
+  // decoder (data/manifest.h, SplitEntry::decoder_start), else -1 (BOS).
+  int64_t decoder_start(int64_t example) const;
   int64_t size() const { return static_cast<int64_t>(src_len_.size()); }
   // Lengths in pieces, without BOS/EOS. Index = global example index (shard order).
   const std::vector<int32_t>& src_lengths() const { return src_len_; }
@@ -48,6 +53,7 @@ class ShardedCorpus {
   std::string dir_;
   std::vector<std::string> splits_;
   std::vector<int64_t> split_begin_{0};
+  std::vector<int64_t> split_decoder_start_;  // per split
   Manifest manifest_;
   std::vector<ShardReader> shards_;
   std::vector<int64_t> shard_begin_;  // global index of each shard's first example, plus the total

@@ -52,18 +52,47 @@ std::vector<std::vector<int32_t>> split_sources(const config::Config& cfg, const
   return sources;
 }
 
-}  // namespace
+// The sources of raw split `raw_split` in the configured direction: its shards (the very ids
+// training saw; a multilingual model's "<split>.<direction>"), or, for a direction that has
+// none (zero-shot), its raw source file encoded as translate encodes.
+std::vector<std::vector<int32_t>> direction_sources(const config::Config& cfg, const Translator& translator,
+                                                    const std::string& raw_split) {
+  if (cfg.data.directions.empty()) return split_sources(cfg, raw_split);
+  const std::string split = data::direction_split(raw_split, {cfg.data.src_lang, cfg.data.tgt_lang});
+  if (translator.manifest().splits.count(split)) return split_sources(cfg, split);
+  const std::string path = data::find_split_file(cfg.data.raw_dir, raw_split, cfg.data.src_lang);
+  if (path.empty())
+    throw data::DataError(cfg.data.raw_dir + ": no source file " + raw_split + "." + cfg.data.src_lang + "[.gz]");
+  std::vector<std::vector<int32_t>> sources;
+  for (const auto& line : read_text_lines(path)) sources.push_back(translator.encode(line));
+  return sources;
+}
 
-double validation_bleu(const config::Config& cfg, model::Transformer model, dist::Communicator& comm) {
-  config::Config greedy = cfg;
-  greedy.eval.beam = greedy.eval.nbest = 1;
-  Translator translator(greedy, std::move(model), comm.device());
-  const auto sources = split_sources(cfg, cfg.data.valid_split);
+// Greedy BLEU of one direction (cfg's data.src_lang -> data.tgt_lang) on the validation split.
+double direction_bleu(const config::Config& cfg, model::Transformer model, dist::Communicator& comm) {
+  Translator translator(cfg, std::move(model), comm.device());
+  const auto sources = direction_sources(cfg, translator, cfg.data.valid_split);
   const std::string ref_path = data::find_split_file(cfg.data.raw_dir, cfg.data.valid_split, cfg.data.tgt_lang);
   if (ref_path.empty())
     throw data::DataError(cfg.data.raw_dir + ": no reference file " + cfg.data.valid_split + "." + cfg.data.tgt_lang +
                           " for train.validate_bleu");
   return corpus_bleu(translate_distributed(translator, sources, comm), read_text_lines(ref_path)).score;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, double>> validation_bleu(const config::Config& cfg, model::Transformer model,
+                                                            dist::Communicator& comm) {
+  config::Config greedy = cfg;
+  greedy.eval.beam = greedy.eval.nbest = 1;
+  if (cfg.data.directions.empty()) return {{"", direction_bleu(greedy, std::move(model), comm)}};
+  std::vector<std::pair<std::string, double>> out;
+  for (const data::Direction& d : cfg.data.directions) {
+    greedy.data.src_lang = d.src;
+    greedy.data.tgt_lang = d.tgt;
+    out.emplace_back(d.name(), direction_bleu(greedy, model, comm));
+  }
+  return out;
 }
 
 EvalResult run_evaluation(const config::Config& cfg, const EvalRequest& req, dist::Communicator& comm) {
@@ -75,7 +104,7 @@ EvalResult run_evaluation(const config::Config& cfg, const EvalRequest& req, dis
   std::string raw_split;
   if (req.split == "val" || req.split == "test") {
     raw_split = req.split == "val" ? cfg.data.valid_split : cfg.data.test_split;
-    sources = split_sources(cfg, raw_split);
+    sources = direction_sources(cfg, translator, raw_split);
   } else {
     for (const auto& line : read_text_lines(req.split)) sources.push_back(translator.encode(line));
   }
@@ -95,6 +124,7 @@ EvalResult run_evaluation(const config::Config& cfg, const EvalRequest& req, dis
   }
 
   EvalResult result;
+  result.zero_shot = translator.zero_shot();
   result.hypotheses = translate_distributed(translator, sources, comm);
 
   if (comm.rank() == 0 && !req.output.empty()) write_text_lines(req.output, result.hypotheses);

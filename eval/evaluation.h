@@ -23,13 +23,16 @@ struct EvalResult {
   std::vector<std::string> hypotheses;  // detokenized, input order
   bool scored = false;
   BleuScore bleu;
+  bool zero_shot = false;  // a multilingual model's untrained direction (eval.zero_shot)
 };
 
 EvalResult run_evaluation(const config::Config& cfg, const EvalRequest& req, dist::Communicator& comm);
 
 // Greedy BLEU of `model` on the validation split, decoded in slices across ranks
-// (training-time validation; plugs into trainer::Trainer as its BleuValidator).
-double validation_bleu(const config::Config& cfg, model::Transformer model, dist::Communicator& comm);
+// (training-time validation; plugs into trainer::Trainer as its BleuValidator): one
+// (direction, BLEU) per direction of a multilingual model, else one ("", BLEU).
+std::vector<std::pair<std::string, double>> validation_bleu(const config::Config& cfg, model::Transformer model,
+                                                            dist::Communicator& comm);
 
 // All lines of a text file; throws naming the file.
 std::vector<std::string> read_text_lines(const std::string& path);

@@ -1,11 +1,13 @@
 #include "eval/translator.h"
 
 #include <filesystem>
+#include <set>
 
 #include "data/batch.h"
 #include "data/batch_planner.h"
 #include "data/data_error.h"
 #include "checkpoint/model_setup.h"
+#include "config/config_error.h"
 #include "eval/channel.h"
 
 namespace nmt::eval {
@@ -13,6 +15,7 @@ namespace nmt::eval {
 Translator::Translator(const config::Config& cfg, const std::vector<std::string>& checkpoints,
                        const torch::Device& device)
     : cfg_(cfg), manifest_(data::Manifest::load(cfg.data.shard_dir)), device_(device) {
+  check_direction();  // before the checkpoints load: a refused direction costs no time
   for (const auto& path : checkpoints)
     models_.push_back(checkpoint::load_model_for_inference(cfg, manifest_, path, device_));
   if (!cfg.eval.channel_checkpoint.empty())  // evaluate and translate only: validation never reranks
@@ -22,6 +25,7 @@ Translator::Translator(const config::Config& cfg, const std::vector<std::string>
 
 Translator::Translator(const config::Config& cfg, model::Transformer model, const torch::Device& device)
     : cfg_(cfg), manifest_(data::Manifest::load(cfg.data.shard_dir)), device_(device), models_{std::move(model)} {
+  check_direction();
   init();
 }
 
@@ -44,6 +48,47 @@ void Translator::init() {
   options_.sampling.topk = cfg.eval.sampling == config::Sampling::kTopK ? cfg.eval.sampling_topk : 0;
   options_.sampling.temperature = cfg.eval.temperature;
   options_.sampling.seed = static_cast<uint64_t>(cfg.eval.seed);
+  set_language_tag();
+}
+
+void Translator::check_direction() {
+  if (manifest_.directions.empty()) return;
+  const std::string src = cfg_.data.src_lang, tgt = cfg_.data.tgt_lang, asked = src + "-" + tgt;
+  std::set<std::string> languages, targets;
+  bool trained = false;
+  std::string list;
+  for (const std::string& d : manifest_.directions) {
+    const auto dash = d.find('-');
+    languages.insert({d.substr(0, dash), d.substr(dash + 1)});
+    targets.insert(d.substr(dash + 1));
+    trained |= d == asked;
+    list += (list.empty() ? "" : ", ") + d;
+  }
+  const std::string which = "direction " + asked + " (data.src_lang, data.tgt_lang)";
+  if (!targets.count(tgt))
+    throw config::ConfigError(which + ": the model never translated into '" + tgt + "'; it was trained on " + list);
+  if (!languages.count(src))
+    throw config::ConfigError(which + ": the model never saw '" + src + "'; it was trained on " + list);
+  if (!trained && !cfg_.eval.zero_shot)
+    throw config::ConfigError(which + ": not a direction the model was trained on (" + list +
+                              "); decode it zero-shot with --zero-shot (eval.zero_shot=true)");
+  zero_shot_ = !trained;
+}
+
+void Translator::set_language_tag() {
+  if (manifest_.directions.empty() || manifest_.lang_tag == "none") return;
+  const int tag = tokenizer_.spm().PieceToId(data::language_tag(cfg_.data.tgt_lang));
+  if (!tokenizer_.is_control(tag))
+    throw data::DataError(cfg_.data.shard_dir + ": the vocabulary has no language tag " +
+                          data::language_tag(cfg_.data.tgt_lang));
+  if (manifest_.lang_tag == "source") {
+    source_prefix_ = {tag};
+    return;
+  }
+  // decoder: the search starts from the tag, as training's decoder did; BOS, no longer the
+  // start, must still never be emitted (the tag is: it is a control symbol).
+  options_.never_emit.push_back(options_.bos);
+  options_.bos = tag;
 }
 
 std::vector<std::vector<Hypothesis>> Translator::search_batch(Ensemble& models,
@@ -69,7 +114,9 @@ void truncate_source(std::vector<int32_t>& ids, int64_t max_positions) {
 
 std::vector<int32_t> Translator::encode_whole(const std::string& line) const {
   const std::vector<int> ids = tokenizer_.encode(line, data::Side::kSource);
-  return {ids.begin(), ids.end()};
+  std::vector<int32_t> out = source_prefix_;
+  out.insert(out.end(), ids.begin(), ids.end());
+  return out;
 }
 
 std::vector<int32_t> Translator::encode(const std::string& line) const {

@@ -35,6 +35,8 @@ class Translator {
   Translator(const config::Config& cfg, model::Transformer model, const torch::Device& device);
 
   const data::Manifest& manifest() const { return manifest_; }
+  // A multilingual model decoding a direction it was not trained on (eval.zero_shot).
+  bool zero_shot() const { return zero_shot_; }
   SearchOptions& options() { return options_; }
 
   // The vocabulary's ids of `line`, cut as truncate_source does (encode) or whole (encode_whole).
@@ -51,6 +53,12 @@ class Translator {
 
  private:
   void init();
+  // A multilingual model (data/manifest.h, directions): refuses data.src_lang -> data.tgt_lang
+  // when the model never saw a language, or never trained the pair and eval.zero_shot is off
+  // (ConfigError listing the directions it was trained on); sets zero_shot_.
+  void check_direction();
+  // Its language tag, in front of each source (source_prefix_) or as the search's first token.
+  void set_language_tag();
   // The search's hypotheses of a batch, reranked by the channel model when there is one.
   std::vector<std::vector<Hypothesis>> search_batch(Ensemble& models, const std::vector<std::vector<int32_t>>& seqs,
                                                     const std::vector<int64_t>& lines);
@@ -62,6 +70,8 @@ class Translator {
   std::vector<model::Transformer> models_;
   model::Transformer channel_{nullptr};  // eval.channel_checkpoint's model, or none
   SearchOptions options_;
+  std::vector<int32_t> source_prefix_;  // data.lang_tag: source, the target language's tag
+  bool zero_shot_ = false;
 };
 
 }  // namespace nmt::eval

@@ -54,13 +54,17 @@ Trainer::Trainer(const config::Config& cfg, const dist::ProcessGroup& group, Ble
   std::vector<std::string> corpus_names;
   for (const auto& [name, weight] : data::training_shard_splits(cfg_.data)) corpus_names.push_back(name);
   train_ = std::make_unique<data::ShardedCorpus>(cfg_.data.shard_dir, corpus_names);
-  valid_ = std::make_unique<data::ShardedCorpus>(cfg_.data.shard_dir, cfg_.data.valid_split);
+  valid_ = std::make_unique<data::ShardedCorpus>(cfg_.data.shard_dir, data::validation_splits(cfg_.data));
   special_ = train_->manifest().special;
   check_sentences_fit();
-  valid_batches_ = data::pack_micro_batches(valid_->src_lengths(), valid_->tgt_lengths(), cfg_.data.max_tokens);
-  if (bleu_ && data::find_split_file(cfg_.data.raw_dir, cfg_.data.valid_split, cfg_.data.tgt_lang).empty())
-    throw config::ConfigError("config key 'train.validate_bleu' = true: no reference " + cfg_.data.valid_split + "." +
-                      cfg_.data.tgt_lang + "[.gz] in data.raw_dir = '" + cfg_.data.raw_dir + "'");
+  pack_validation_batches();
+  std::vector<std::string> target_langs{cfg_.data.tgt_lang};
+  if (!cfg_.data.directions.empty()) target_langs.clear();
+  for (const data::Direction& d : cfg_.data.directions) target_langs.push_back(d.tgt);
+  for (const std::string& lang : target_langs)
+    if (bleu_ && data::find_split_file(cfg_.data.raw_dir, cfg_.data.valid_split, lang).empty())
+      throw config::ConfigError("config key 'train.validate_bleu' = true: no reference " + cfg_.data.valid_split + "." +
+                                lang + "[.gz] in data.raw_dir = '" + cfg_.data.raw_dir + "'");
 
   // Same seed on every rank: identical initial parameters (rank 0's are broadcast anyway).
   torch::manual_seed(static_cast<uint64_t>(cfg_.train.seed));
@@ -97,6 +101,21 @@ Trainer::Trainer(const config::Config& cfg, const dist::ProcessGroup& group, Ble
 }
 
 Trainer::~Trainer() = default;
+
+// Each validation split packed on its own, so that a micro-batch holds one direction and its
+// scores can be told apart.
+void Trainer::pack_validation_batches() {
+  const auto& begin = valid_->split_begin();
+  for (size_t k = 0; k + 1 < begin.size(); ++k) {
+    const std::vector<int32_t> src(valid_->src_lengths().begin() + begin[k], valid_->src_lengths().begin() + begin[k + 1]);
+    const std::vector<int32_t> tgt(valid_->tgt_lengths().begin() + begin[k], valid_->tgt_lengths().begin() + begin[k + 1]);
+    for (data::MicroBatch b : data::pack_micro_batches(src, tgt, cfg_.data.max_tokens)) {
+      for (int32_t& i : b) i += static_cast<int32_t>(begin[k]);
+      valid_batches_.push_back(std::move(b));
+      valid_batch_split_.push_back(static_cast<int64_t>(k));
+    }
+  }
+}
 
 Trainer::StepTimes& Trainer::StepTimes::operator+=(const StepTimes& o) {
   data += o.data;

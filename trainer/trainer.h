@@ -37,9 +37,11 @@ class TrainingError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Greedy-decodes the validation split (all ranks take part) and returns its BLEU; given
-// by the caller, so that trainer/ needs no decoding code (eval/ sits on top of it).
-using BleuValidator = std::function<double(model::Transformer model, dist::Communicator& comm)>;
+// Greedy-decodes the validation split (all ranks take part) and returns its BLEU, one
+// (direction, BLEU) per direction of a multilingual model ("" for a bilingual one); given by
+// the caller, so that trainer/ needs no decoding code (eval/ sits on top of it).
+using BleuValidator =
+    std::function<std::vector<std::pair<std::string, double>>(model::Transformer model, dist::Communicator& comm)>;
 
 class Trainer {
  public:
@@ -81,8 +83,18 @@ class Trainer {
   };
   class Laps;
   struct Validation {
-    double loss = 0, nll = 0;  // per target token
+    // Per target token: the one direction's, or a multilingual model's selected direction's
+    // (train.select_direction), or the mean over its directions.
+    double loss = 0, nll = 0;
+    struct Direction {
+      std::string name;
+      double loss = 0, nll = 0;
+    };
+    std::vector<Direction> directions;  // a multilingual model's, in data.directions' order
   };
+  // The value early stopping and the best checkpoint follow among per-direction `values`:
+  // train.select_direction's, or their mean.
+  double selected(const std::vector<std::pair<std::string, double>>& values) const;
 
   StepResult train_step(const std::vector<data::MicroBatch>& mine);
   // The steps of train_step, in order.
@@ -127,6 +139,7 @@ class Trainer {
   // The steps of run(), in order.
   bool resume_or_start(const std::string& resume);
   void check_sentences_fit() const;
+  void pack_validation_batches();
   void preload_shards();  // data.preload_mb; sets shards_where_
   void choose_cpu_precision(const model::ModelConfig& model_cfg);
   std::string gemm_text() const;
@@ -149,7 +162,8 @@ class Trainer {
   torch::Device device_;
   std::unique_ptr<dist::Communicator> comm_;
   std::unique_ptr<data::ShardedCorpus> train_, valid_;
-  std::vector<data::MicroBatch> valid_batches_;  // packed once, checked at start
+  std::vector<data::MicroBatch> valid_batches_;  // packed once per validation split, checked at start
+  std::vector<int64_t> valid_batch_split_;       // the validation split of each (index into valid_->splits())
   std::string shards_where_;  // the start line's words on where the shards are read from
   data::SpecialIds special_;
   model::Transformer model_{nullptr};
