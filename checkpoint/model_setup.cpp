@@ -52,8 +52,10 @@ void check_config_against_manifest(const config::Config& cfg, const data::Manife
     const auto it = cfg.origin.find(key);
     throw config::ConfigError("config key '" + key + "' = '" + ours + "' (" +
                               (it == cfg.origin.end() ? std::string("default") : it->second) + ") but " + manifest_path +
-                              " records '" + theirs + "': the shards were made for " + manifest.src_lang + "->" +
-                              manifest.tgt_lang + " (set the key to match, or preprocess again)");
+                              " records '" + theirs + "': the shards were made for " +
+                              (manifest.directions.empty() ? manifest.src_lang + "->" + manifest.tgt_lang
+                                                           : "data.lang_tag " + manifest.lang_tag) +
+                              " (set the key to match, or preprocess again)");
   };
   const std::string ours = directions_text(cfg.data), theirs = manifest_directions_text(manifest);
   if (ours != theirs)
@@ -123,8 +125,8 @@ void check_same_computation(const Checkpoint& ckpt, const model::ModelConfig& co
 model::Transformer load_model_for_inference(const config::Config& cfg, const data::Manifest& manifest,
                                             const std::string& checkpoint_path, const torch::Device& device) {
   Checkpoint ckpt = load_checkpoint(checkpoint_path);
+  check_same_directions(ckpt, cfg.data, checkpoint_path);  // first: it says why the vocabularies differ
   check_vocabulary(ckpt, checkpoint_path, manifest);
-  check_same_directions(ckpt, cfg.data, checkpoint_path);
   const model::ModelConfig model_cfg = model_config_for(cfg, manifest);
   check_same_computation(ckpt, model_cfg, checkpoint_path);
   runtime::check_fits(model_cfg, cfg, device, /*training=*/false);

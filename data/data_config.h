@@ -28,15 +28,18 @@ struct DataConfig {
   std::string src_lang = "de";                        // source language suffix of the raw files
   std::string tgt_lang = "en";                        // target language suffix of the raw files
   std::string train_split = "train";                  // raw file prefix of the training split
-  // A multilingual model's directions (data/directions.h). Empty: one direction,
+  // A multilingual model's directions ("de-en"; data/raw_splits.h). Empty: one direction,
   // src_lang -> tgt_lang, as before the key existed. Set: every training corpus and the
   // validation split are read for each direction from {prefix}.{src} / {prefix}.{tgt} into
   // their own shard splits ("train.de-en"), one joint vocabulary is trained over all the
   // languages, and src_lang / tgt_lang name the direction evaluate and translate decode.
   std::vector<Direction> directions;
-  LangTag lang_tag = LangTag::kNone;  // multilingual: none|source|decoder (above)
+  // Where a multilingual model reads the target language: none (one target language), source
+  // ("<2de>" before the source) or decoder (the tag as the decoder's first token).
+  LangTag lang_tag = LangTag::kNone;
   // Multilingual: each language's share of the SentencePiece sample is proportional to its
-  // lines^(1/T); 0 = every language an equal share (a small language's lines repeated).
+  // lines^(1/T); `equal` (0 here) = every language an equal share (a small language's lines
+  // repeated: data/language_sample.h).
   double spm_temperature = 0.0;
   // Several training corpora instead of train_split: raw prefix -> weight. Each is preprocessed
   // into its own shards (the vocabulary is sampled from all of them), and the trainer draws
@@ -44,8 +47,9 @@ struct DataConfig {
   // (data/batch_planner.h). Empty: train_split alone, as before the key existed.
   std::map<std::string, double> train_corpora;
   // Draw each corpus with probability proportional to (its examples x its weight)^(1/T)
-  // (fairseq's --sampling-temperature): 1 = by size x weight, 5 = much nearer uniform; 0 = by
-  // the weights alone (data/batch_planner.h, apply_sampling_temperature).
+  // (fairseq's --sampling-temperature): 1 = by size x weight, 5 = much nearer uniform; `off` (0
+  // here) = by the weights alone (data/batch_planner.h, apply_sampling_temperature). A
+  // multilingual model's directions are its corpora.
   double sampling_temperature = 0.0;
   // Source tags (data/source_tags.h): training corpus -> a reserved symbol, such as "<BT>" for
   // a back-translated corpus, that preprocess puts before each of its source sentences. The

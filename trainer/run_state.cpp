@@ -193,8 +193,8 @@ std::string precision_change_note(const config::Config& now, const checkpoint::C
 }  // namespace
 
 void Trainer::restore_from(const checkpoint::Checkpoint& c, const std::string& path) {
+  checkpoint::check_same_directions(c, cfg_.data, path);  // first: it says why the vocabularies differ
   checkpoint::check_vocabulary(c, path, train_->manifest());
-  checkpoint::check_same_directions(c, cfg_.data, path);
   check_schedule_end_unchanged(c, path);
   if (const std::string note = precision_change_note(cfg_, c, path); !note.empty()) log_.info(note);
   checkpoint::check_same_computation(c, model_->config(), path);
