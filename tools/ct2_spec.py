@@ -20,7 +20,9 @@ What the mapping has to get right (each point read from our C++):
   * attention: self-attention's fused [3d, d] q,k,v matrix and cross-attention's q plus
     fused [2d, d] k,v matrix are exactly CTranslate2's linear[0] / linear[1] layout. Our
     forward multiplies the key slice of those biases by 0 (a key bias cannot change
-    softmax, see attention.h), so the export writes that slice as zeros."""
+    softmax, see attention.h), so the export writes that slice as zeros;
+  * a multilingual model's data.lang_tag decoder: the decoder starts from the language tag,
+    not BOS, so decoder_start_token is null and the caller gives the tag as target_prefix."""
 import torch
 from ctranslate2.converters.converter import Converter
 from ctranslate2.specs import common_spec, transformer_spec
@@ -98,10 +100,13 @@ def build_spec(ckpt, vocab):
     if m.output_bias:  # model.output_bias
         spec.decoder.projection.bias = w["output_bias"].numpy()
 
-    # Our translate: source = pieces + EOS (no BOS); the decoder starts from BOS.
+    # Our translate: source = pieces + EOS (no BOS); the decoder starts from BOS. Under
+    # data.lang_tag decoder it starts from the target language's tag instead: no fixed start
+    # token (null), so the first token of translate_batch's target_prefix is the start, as
+    # CTranslate2's mBART and fairseq converters do; tools/ct2_translate.py passes [<2tgt>].
     spec.config.add_source_bos = False
     spec.config.add_source_eos = True
-    spec.config.decoder_start_token = vocab.piece("bos")
+    spec.config.decoder_start_token = None if vocab.lang_tag == "decoder" else vocab.piece("bos")
     spec.config.bos_token = vocab.piece("bos")
     spec.config.eos_token = vocab.piece("eos")
     spec.config.unk_token = vocab.piece("unk")

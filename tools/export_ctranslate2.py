@@ -8,7 +8,10 @@ on: --shard-dir D, else --config C's data.shard_dir, else the checkpoint's own. 
 shape always comes from the checkpoint (its stored config and weights); the decoding
 settings written to DIR/nmtrain.json (beam, lenpen, max_len_a/b) from C's eval section over
 the checkpoint's. DIR gets model.bin, config.json, shared_vocabulary.json, spm.model and
-nmtrain.json; tools/ct2_translate.py translates with it as our `translate` does. DIR must not
+nmtrain.json; tools/ct2_translate.py translates with it as our `translate` does. A multilingual
+checkpoint (data.directions) goes out with its directions, lang_tag and language tags in
+nmtrain.json (ct2_translate.py --direction puts the tag in front of the source, or makes it the
+decoder's start token: config.json's decoder_start_token is null under lang_tag decoder). DIR must not
 exist or be empty; --force replaces an earlier export there, and never a directory this tool
 did not write (a run, shards, raw data) nor one that is or holds an input.
 Exit 0 done, 2 input refused (one line on stderr), 1 anything else."""
@@ -42,10 +45,16 @@ def decoding_settings(ckpt, config, vocab):
     missing = [k for k in EVAL_KEYS if not isinstance(ev.get(k), (int, float))]
     if missing:
         raise BadInput(f"config key 'eval.{missing[0]}' is missing or not a number")
-    return {"format_version": LAYOUT.format_version, "checkpoint": os.path.abspath(ckpt.path),
-            "src_lang": vocab.src_lang, "tgt_lang": vocab.tgt_lang, "max_positions": ckpt.model.max_positions,
-            "eval": {k: ev[k] for k in EVAL_KEYS},
-            "never_generate": [vocab.piece("pad"), vocab.piece("bos")]}
+    # Our search never emits pad, BOS or another control symbol (a source or language tag;
+    # eval/translator.cpp): EOS ends a hypothesis instead.
+    never = [vocab.special["pad"], vocab.special["bos"]] + vocab.control_ids(exclude=vocab.special.values())
+    settings = {"format_version": LAYOUT.format_version, "checkpoint": os.path.abspath(ckpt.path),
+                "src_lang": vocab.src_lang, "tgt_lang": vocab.tgt_lang, "max_positions": ckpt.model.max_positions,
+                "eval": {k: ev[k] for k in EVAL_KEYS}, "never_generate": [vocab.pieces[i] for i in never]}
+    if vocab.directions:  # a multilingual model: what tools/ct2_translate.py --direction needs
+        settings.update(directions=list(vocab.directions), lang_tag=vocab.lang_tag,
+                        language_tags=dict(vocab.language_tags))
+    return settings
 
 
 def export(args):
@@ -77,9 +86,10 @@ def export(args):
     m = ckpt.model
     norms = "ScaleNorm" if m.norm == "scale" else "LayerNorm"
     norms += ", FixNorm" if m.fix_norm else ""
+    multilingual = f", directions {', '.join(vocab.directions)} (lang_tag {vocab.lang_tag})" if vocab.directions else ""
     print(f"{PROG}: wrote {args.output}: {'pre' if m.pre_norm else 'post'}-norm Transformer ({norms}), "
           f"{m.encoder_layers}+{m.decoder_layers} layers, d_model {m.d_model}, {m.heads} heads, "
-          f"vocabulary {m.vocab_size} ({vocab.spm_path}), weights {args.quantization or 'float32'}")
+          f"vocabulary {m.vocab_size} ({vocab.spm_path}), weights {args.quantization or 'float32'}{multilingual}")
 
 
 def main():

@@ -23,6 +23,12 @@ class Vocab:
     # beside spm_path (the source side's); None for one joint SentencePiece model.
     target_spm_path: str = None
     vocab_json_path: str = None
+    # A multilingual model (manifest "directions", "lang_tag"; data/manifest.h): its directions
+    # ("de-en", ...), where its language tags go (source | decoder | none), and the tag of each
+    # target language ({"en": "<2en>"}, data::language_tag; empty under none). () for a bilingual one.
+    directions: tuple = ()
+    lang_tag: str = "none"
+    language_tags: dict = None
 
     def piece(self, name):
         return self.pieces[self.special[name]]
@@ -54,7 +60,9 @@ def load(shard_dir, ckpt):
     if not os.path.isfile(spm_path) or sha256_file(spm_path) != want_sha:
         raise BadInput(f"{spm_path}: missing, or its SHA-256 differs from {manifest_path}'s spm_sha256")
     data = ckpt.config.get("data") or {}
-    for key, theirs in (("src_lang", src_lang), ("tgt_lang", tgt_lang)):
+    directions, lang_tag = _directions(manifest, manifest_path, data, ckpt)
+    # A multilingual model's data.src_lang / data.tgt_lang only choose the direction to decode.
+    for key, theirs in () if directions else (("src_lang", src_lang), ("tgt_lang", tgt_lang)):
         if data.get(key, theirs) != theirs:
             raise BadInput(f"{ckpt.path}: config key 'data.{key}' = '{data.get(key)}' but {manifest_path} "
                            f"records '{theirs}': the shards were made for {src_lang}->{tgt_lang}")
@@ -67,8 +75,36 @@ def load(shard_dir, ckpt):
         raise BadInput(f"{spm_path}: {len(pieces)} pieces, manifest vocab_size {size}, checkpoint embedding "
                        f"{ckpt.model.vocab_size} rows: they must be equal")
     control = tuple(i for i in range(size) if sp.is_control(i))
+    tags = {}
+    if lang_tag != "none":
+        for tgt in sorted({d.split("-")[1] for d in directions}):
+            tags[tgt] = f"<2{tgt}>"  # data::language_tag
+            i = sp.piece_to_id(tags[tgt])
+            if i == sp.unk_id() or not sp.is_control(i):
+                raise BadInput(f"{spm_path}: no control symbol {tags[tgt]}, the language tag of '{tgt}' "
+                               f"(data.lang_tag {lang_tag})")
     return Vocab(spm_path=spm_path, pieces=pieces, special=special, src_lang=src_lang, tgt_lang=tgt_lang,
-                 control=control)
+                 control=control, directions=directions, lang_tag=lang_tag, language_tags=tags)
+
+
+def _directions(manifest, manifest_path, data, ckpt):
+    """The manifest's directions and lang_tag, which must be the checkpoint's data.directions and
+    data.lang_tag (checkpoint::check_same_directions): ((), "none") for a bilingual model."""
+    directions, lang_tag = manifest.get("directions", []), manifest.get("lang_tag", "none")
+    if not isinstance(directions, list) or not all(isinstance(d, str) and d.count("-") == 1 and
+                                                   "" not in d.split("-") for d in directions) \
+            or lang_tag not in ("none", "source", "decoder"):
+        raise BadInput(f"{manifest_path}: 'directions' is not a list of SRC-TGT or 'lang_tag' not none, source "
+                       f"or decoder")
+    kind = lambda dirs: f"multilingual [{', '.join(dirs)}]" if dirs else "bilingual"
+    theirs = [str(d) for d in data.get("directions") or []]
+    if theirs != directions:
+        raise BadInput(f"{ckpt.path}: a {kind(theirs)} model (data.directions), but {manifest_path} records "
+                       f"{kind(directions)}: give the shard directory it was trained on")
+    if directions and data.get("lang_tag", "none") != lang_tag:
+        raise BadInput(f"{ckpt.path}: trained with data.lang_tag={data.get('lang_tag')}, but {manifest_path} records "
+                       f"{lang_tag}: give the shard directory it was trained on")
+    return tuple(directions), lang_tag
 
 
 MARIAN_CONTROL = ("</s>", "<pad>", "<s>")  # data/tokenizer.cpp: Marian's special pieces, and >>xx<< codes
