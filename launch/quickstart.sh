@@ -197,11 +197,25 @@ else
     checkpoints+=(--checkpoint "$ckpt")
   done
 fi
-hyp=$run/$split_name.hyp.$tgt
-echo "== evaluate ${checkpoints[*]} on $split_name (beam and length penalty: the config's eval section)"
-"$b/eval/evaluate" --config "$config" "${common[@]}" "${extra[@]}" "${checkpoints[@]}" --split "$split" --output "$hyp"
-echo "== the same hypotheses, lowercased and Moses-tokenized (as Multi30k papers score)"
-ref=$raw/$split_name.$tgt
-[ -f "$ref" ] || ref=$ref.gz
-"$NMTRAIN_VENV/bin/python" "$root/tools/score_lc_tok.py" --hyp "$hyp" --ref "$ref" --lang "$tgt"
-echo "quickstart.sh: done: run directory $run; scored ${checkpoints[*]}; $split_name hypotheses in $hyp"
+# score DIRECTION_ARGS... : evaluate (sacreBLEU) and the lc-tok score of one direction's
+# hypotheses; `tgt` and `hyp` name its target language and hypothesis file.
+score() {
+  echo "== evaluate ${checkpoints[*]} on $split_name $* (beam and length penalty: the config's eval section)"
+  "$b/eval/evaluate" --config "$config" "${common[@]}" "${extra[@]}" "${checkpoints[@]}" --split "$split" --output "$hyp" "$@"
+  echo "== the same hypotheses, lowercased and Moses-tokenized (as Multi30k papers score)"
+  local ref=$raw/$split_name.$tgt
+  [ -f "$ref" ] || ref=$ref.gz
+  "$NMTRAIN_VENV/bin/python" "$root/tools/score_lc_tok.py" --hyp "$hyp" --ref "$ref" --lang "$tgt"
+}
+# A multilingual config (data.directions) is scored in each of its directions.
+directions=$(sed -n 's/^  directions: \[\(.*\)\]$/\1/p' <<< "$resolved" | tr -d ' ' | tr ',' ' ')
+if [ -z "$directions" ]; then
+  hyp=$run/$split_name.hyp.$tgt
+  score
+else
+  for direction in $directions; do
+    tgt=${direction#*-} hyp=$run/$split_name.hyp.$direction
+    score --direction "$direction"
+  done
+fi
+echo "quickstart.sh: done: run directory $run; scored ${checkpoints[*]}; $split_name hypotheses in $run/$split_name.hyp.*"
