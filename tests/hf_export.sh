@@ -5,7 +5,8 @@
 # against the shards, the logits against the PyTorch reference forward within 1e-4, greedy
 # generate against our translate --beam 1 (>= 99% of lines), beam search with the export's
 # generation config against ours (BLEU within 0.1) and pipeline("translation"). Also the
-# exporter's refusals: one line, exit 2, nothing written or deleted.
+# exporter's refusals (a ScaleNorm or multilingual model among them): one line, exit 2, nothing
+# written or deleted.
 #   hf_export.sh BUILD_DIR PYTHON
 set -uo pipefail
 build=$1 python=$2
@@ -106,4 +107,18 @@ same_as_ours run_pn/last.pt hf_pn "${PN[@]}"
 refused "a ScaleNorm model" "run_sn/last.pt: model.norm=scale (ScaleNorm) has no equivalent in transformers" \
   "${EXPORT[@]}" --checkpoint run_sn/last.pt --config c.yaml --output out_sn model.norm=scale
 [ ! -e out_sn ] || fail "a refused export wrote out_sn"
+
+# A multilingual model: its language tags have no place in transformers, refused by name.
+cat > ml.yaml <<'YAML'
+data: {raw_dir: raw, shard_dir: shards_ml, vocab_size: 40, num_shards: 1, max_tokens: 400,
+       directions: [de-en, en-de], lang_tag: source}
+model: {d_model: 32, ffn_dim: 64, heads: 4, encoder_layers: 1, decoder_layers: 1, dropout: 0.0}
+train: {max_updates: 5, threads: 1, validate_interval_updates: 5, save_dir: run_ml}
+YAML
+"$PRE" --config ml.yaml > /dev/null 2>&1 || fail "preprocess the multilingual toy corpus"
+"$TRAIN" --config ml.yaml > train_ml.log 2>&1 \
+  || { tail -5 train_ml.log; fail "train the multilingual toy model"; }
+refused "a multilingual model" "run_ml/last.pt: is a multilingual model (data.directions = [de-en, en-de]); its language tags are not carried to transformers: export it with tools/export_ctranslate2.py" \
+  "${EXPORT[@]}" --checkpoint run_ml/last.pt --config ml.yaml --output out_ml
+[ ! -e out_ml ] || fail "a refused export wrote out_ml"
 echo "hf export: pre-norm and post-norm compared on $(wc -l < src.txt) sentences"

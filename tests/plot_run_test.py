@@ -10,6 +10,10 @@
 2. The command: exit 0, a valid PNG of the size the layout gives, at RUN_DIR/report.png by
    default, replacing an existing one, no temporary file left.
 3. Refusals: exit 2, one message naming the file (and line), an existing PNG unchanged (sha256).
+4. Multilingual runs (valid records with "valid_loss/de-en", "valid_bleu/de-en", ... keys): rows
+   of validation loss and BLEU per direction, one line per (run, direction) in the run's colour
+   and the direction's style (the same in every run), a legend naming the directions; a
+   bilingual run beside them draws no per-direction line.
 """
 import hashlib
 import importlib.machinery
@@ -101,6 +105,36 @@ EXPECT_PLAIN = {
               "lr": [2e-4, 1e-3, 7e-4], "tgt_tokens_per_s": [1000, 1200, 1300]},
     "valid": {"update": [50, 100], "wall": [3300, 6600], "valid_loss": [3.2, 2.4]},
 }
+
+
+
+
+def per_direction(**values):
+    """valid(...) keywords from loss_de_en=4.5, bleu_en_de=1.0, ...: "valid_loss/de-en": 4.5, ..."""
+    out = {}
+    for key, v in values.items():
+        metric, src, tgt = key.split("_")
+        out[f"valid_{metric}/{src}-{tgt}"] = v
+    return out
+
+
+# Multilingual run (de-en, en-de): at update 20 en-de's loss is null (the writer's NaN) and its
+# BLEU missing; update 30 is logged twice (the later record wins).
+MULTI = [
+    train(1, 1.0, 5.0, 1e-4, 100.0),
+    valid(10, 10.0, 4.6, valid_bleu=1.5, **per_direction(loss_de_en=4.5, loss_en_de=4.7, nll_de_en=4.4,
+                                                          nll_en_de=4.6, bleu_de_en=2.0, bleu_en_de=1.0)),
+    train(20, 20.0, 3.0, 9e-4, 300.0),
+    valid(20, 21.0, 3.5, valid_bleu=3.0, **per_direction(loss_de_en=3.5, loss_en_de=None, bleu_de_en=3.0)),
+    valid(30, 30.0, 9.9, valid_bleu=9.9, **per_direction(loss_de_en=9.9, loss_en_de=9.9, bleu_de_en=9.9, bleu_en_de=9.9)),
+    valid(30, 31.0, 3.1, valid_bleu=3.0, **per_direction(loss_de_en=3.0, loss_en_de=3.2, bleu_de_en=4.0, bleu_en_de=2.0)),
+]
+EXPECT_MULTI = {"update": [10, 20, 30], "wall": [10, 21, 31],
+                "valid_loss/de-en": [4.5, 3.5, 3.0], "valid_loss/en-de": [4.7, math.nan, 3.2],
+                "valid_nll/de-en": [4.4, math.nan, math.nan], "valid_bleu/de-en": [2.0, 3.0, 4.0],
+                "valid_bleu/en-de": [1.0, math.nan, 2.0]}
+# A second multilingual run (en-de, fr-en): the rows' directions are the union de-en, en-de, fr-en.
+MULTI2 = [train(1, 1.0, 5.0, 1e-4, 100.0), valid(10, 12.0, 4.0, **per_direction(loss_en_de=4.1, loss_fr_en=3.9))]
 
 
 def same(a, b):
@@ -286,6 +320,10 @@ def test_refusals(root):
                                                         "tgt_tokens_per_s": 5}) + "\n", ["\"lr\""], 2)
     case("text_value", "\n".join(PLAIN[:3]) + "\n" + PLAIN[3].replace('"loss": 2.0', '"loss": "abc"') + "\n",
          ["\"loss\"", "expected a number"], 4)
+    case("direction_text", PLAIN[0] + "\n" + valid(10, 1.0, 3.0, **{"valid_loss/de-en": "abc"}) + "\n",
+         ["\"valid_loss/de-en\"", "expected a number"], 2)
+    case("direction_bool", PLAIN[0] + "\n" + valid(10, 1.0, 3.0, **{"valid_bleu/de-en": True}) + "\n",
+         ["\"valid_bleu/de-en\"", "expected a number"], 2)
     case("fractional_update", json.dumps(json.loads(PLAIN[0]) | {"update": 1.5}) + "\n", ["\"update\""], 1)
     case("not_utf8", PLAIN[0].encode() + b"\n\xff\xfe\n", ["not UTF-8"], 2)
 
@@ -296,6 +334,64 @@ def test_refusals(root):
     check(sha(existing) == keep, "the existing PNG was never touched")
 
 
+def test_multilingual(pr, root, plain):
+    multi = pr.load_run(write_run(root, "multi", MULTI))
+    for field, want in EXPECT_MULTI.items():
+        check(same(multi.valid[field], want), f"multi valid.{field} = {list(multi.valid[field])}, expected {want}")
+    check(multi.directions("valid_loss") == ["de-en", "en-de"] and multi.directions("valid_bleu") == ["de-en", "en-de"],
+          f"multi directions {multi.directions('valid_loss')}")
+    check(plain.directions("valid_loss") == [] and not any("/" in f for f in plain.valid),
+          f"a bilingual run has no per-direction series: {sorted(plain.valid)}")
+    multi2 = pr.load_run(write_run(root, "multi2", MULTI2))
+    fig, axes = pr.build_figure([multi, plain, multi2], "both")
+    rows = [k for k, x in axes if x == "updates"]
+    check(rows == ["loss", "loss_dir", "bleu", "bleu_dir", "lr", "tps"], f"multilingual rows: {rows}")
+
+    def line(row, x, gid):
+        found = [ln for ln in axes[(row, x)].get_lines() if ln.get_gid() == gid]
+        return found[0] if len(found) == 1 else None
+
+    cases = [("loss_dir", f"0:valid_loss/{d}", EXPECT_MULTI[f"valid_loss/{d}"]) for d in ("de-en", "en-de")]
+    cases += [("bleu_dir", f"0:valid_bleu/{d}", EXPECT_MULTI[f"valid_bleu/{d}"]) for d in ("de-en", "en-de")]
+    for row, gid, y in cases:
+        # The plain run lasts 6600 s: the wall axis is in minutes.
+        for x, want_x in (("updates", EXPECT_MULTI["update"]), ("wall", [w / 60 for w in EXPECT_MULTI["wall"]])):
+            ln = line(row, x, gid)
+            check(ln is not None and same(ln.get_xdata(), want_x) and same(ln.get_ydata(), y),
+                  f"panel {row} against {x}: line {gid} plots the expected points")
+    ln = line("loss_dir", "updates", "2:valid_loss/fr-en")
+    check(ln is not None and same(ln.get_xdata(), [10]) and same(ln.get_ydata(), [3.9]), "the second run's fr-en line")
+    for row in ("loss_dir", "bleu_dir"):
+        gids = sorted(ln.get_gid() for ln in axes[(row, "updates")].get_lines())
+        check(not any(g.startswith("1:") for g in gids), f"{row}: the bilingual run draws no line ({gids})")
+    check(line("bleu_dir", "updates", "2:valid_bleu/en-de") is None, "a run without per-direction BLEU draws none")
+
+    style = {}
+    for row, gids in (("loss", ("0:loss", "2:loss")), ("loss_dir", ("0:valid_loss/de-en", "0:valid_loss/en-de",
+                                                                  "2:valid_loss/en-de", "2:valid_loss/fr-en"))):
+        for g in gids:
+            ln = line(row, "updates", g)
+            style[g] = (ln.get_color(), ln.get_marker(), ln.get_linestyle()) if ln else None
+    check(len({s[1:] for g, s in style.items() if "/" in g and g != "2:valid_loss/en-de"}) == 3,
+          f"each direction its own marker and line style: {style}")
+    check(style["0:valid_loss/en-de"][1:] == style["2:valid_loss/en-de"][1:], "a direction's style is the same in every run")
+    check(style["0:valid_loss/de-en"][0] == style["0:loss"][0] != style["2:valid_loss/fr-en"][0] == style["2:loss"][0],
+          "per-direction lines take their run's colour")
+    for row in ("loss_dir", "bleu_dir"):
+        for x in ("updates", "wall"):
+            legend = axes[(row, x)].get_legend()
+            names = [t.get_text() for t in legend.get_texts()] if legend else []
+            want = ["de-en", "en-de", "fr-en"] if row == "loss_dir" else ["de-en", "en-de"]
+            check(names == want, f"panel {row} against {x}: legend names the directions {names}")
+    import matplotlib.pyplot as plt
+    plt.close(fig)
+
+    r = tool(root / "multi")
+    check(r.returncode == 0, f"a multilingual run: exit {r.returncode} {r.stderr.strip()}")
+    check_png(root / "multi" / "report.png", pr.figure_size(6, 2), "a multilingual run (6 rows)")
+    no_temporaries(root / "multi", "after a multilingual report")
+
+
 def main():
     pr = load_tool()
     with tempfile.TemporaryDirectory(prefix="plot_run_test.") as tmp:
@@ -303,6 +399,7 @@ def main():
         run, plain = test_load_run(pr, root)
         test_figure(pr, run, plain)
         test_command(pr, root)
+        test_multilingual(pr, root, plain)
         test_refusals(root)
     if failures:
         print(f"{len(failures)} check(s) failed")

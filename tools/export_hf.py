@@ -11,7 +11,9 @@ for a post-norm one: tools/hf_layout.py says why), AutoTokenizer (MarianTokenize
 SentencePiece model: source.spm = target.spm, vocab.json), pipeline("translation"), generate
 with the recipe's beam and length penalty (generation_config.json). DIR gets config.json,
 model.safetensors, generation_config.json, the tokenizer files and nmtrain.json (what made it).
-ScaleNorm has no stock equivalent and is refused; FixNorm exports as unit-length rows.
+ScaleNorm has no stock equivalent and is refused; FixNorm exports as unit-length rows. A
+multilingual checkpoint (data.directions) is refused: its language tags have no place in
+transformers' Marian/Pegasus; tools/export_ctranslate2.py exports it.
 DIR must not exist or be empty; --force replaces an earlier export there, and never a
 directory this tool did not write. Exit 0 done, 2 input refused (one line on stderr), 1 anything else."""
 import argparse
@@ -45,6 +47,10 @@ def check_model_section(ckpt, config, config_path):
 
 
 def refuse_unsupported(ckpt):
+    directions = (ckpt.config.get("data") or {}).get("directions") or []
+    if directions:
+        raise BadInput(f"{ckpt.path}: is a multilingual model (data.directions = [{', '.join(map(str, directions))}]); "
+                       f"its language tags are not carried to transformers: export it with tools/export_ctranslate2.py")
     if ckpt.model.norm == "scale":
         raise BadInput(f"{ckpt.path}: model.norm=scale (ScaleNorm) has no equivalent in transformers' Marian or "
                        f"Pegasus layers, which are LayerNorm only; export it with tools/export_ctranslate2.py")
