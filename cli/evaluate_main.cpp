@@ -55,6 +55,39 @@ void evaluate_all_directions(const nmt::config::Config& cfg, const nmt::eval::Ev
   std::printf("%-10s %6.2f\n%s\n", "mean", sum / static_cast<double>(rows.size()), nmt::eval::bleu_signature().c_str());
 }
 
+struct EvaluateArgs {
+  nmt::cli::ConfigArgs config;
+  nmt::eval::EvalRequest req;
+  int64_t beam = -1;
+  double lenpen = -1;
+  bool verbose = false, all_directions = false;
+  nmt::cli::ChannelArgs channel;
+  nmt::cli::SamplingArgs sampling;
+  nmt::cli::DirectionArgs direction;
+};
+
+void add_options(CLI::App& app, EvaluateArgs& a) {
+  nmt::cli::add_config_options(app, a.config);
+  app.add_option("--checkpoint", a.req.checkpoints,
+                 "checkpoint to evaluate; repeated (--checkpoint A --checkpoint B), an ensemble")
+      ->required()
+      ->expected(1)
+      ->allow_extra_args(false)  // one path an occurrence: what follows are key=value overrides
+      ->take_all();
+  app.add_option("--split", a.req.split, "val, test (data.test_split) or a raw source file");
+  app.add_option("--ref", a.req.ref, "reference file (default: the split's raw target file)");
+  app.add_option("--beam", a.beam, "beam size (default eval.beam; 1 = greedy)")->check(CLI::Range(1, 1000));
+  app.add_option("--lenpen", a.lenpen, "length penalty (default eval.lenpen)")->check(nmt::cli::finite_range(0, 100));
+  app.add_option("--output", a.req.output, "write the hypotheses here");
+  nmt::cli::add_channel_options(app, a.channel);
+  nmt::cli::add_sampling_options(app, a.sampling);
+  nmt::cli::add_direction_options(app, a.direction);
+  app.add_flag("--all-directions", a.all_directions, "score every direction of a multilingual model, as a table")
+      ->excludes(app.get_option("--direction"))
+      ->excludes(app.get_option("--zero-shot"));
+  app.add_flag("--verbose", a.verbose, "print the decoding set-up on stderr (device, threads, GEMM library, attention)");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -65,48 +98,25 @@ int main(int argc, char** argv) {
   const std::string name = group.label("evaluate");
   const int rc = nmt::cli::run_main(name, [&] {
     CLI::App app("Translate a split with a checkpoint and score it with BLEU. `evaluate bleu --hyp H --ref R` scores files.");
-    nmt::cli::ConfigArgs args;
-    nmt::cli::add_config_options(app, args);
-    nmt::eval::EvalRequest req;
-    int64_t beam = -1;
-    double lenpen = -1;
-    bool verbose = false, all_directions = false;
-    app.add_option("--checkpoint", req.checkpoints,
-                   "checkpoint to evaluate; repeated (--checkpoint A --checkpoint B), an ensemble")
-        ->required()
-        ->expected(1)
-        ->allow_extra_args(false)  // one path an occurrence: what follows are key=value overrides
-        ->take_all();
-    app.add_option("--split", req.split, "val, test (data.test_split) or a raw source file");
-    app.add_option("--ref", req.ref, "reference file (default: the split's raw target file)");
-    app.add_option("--beam", beam, "beam size (default eval.beam; 1 = greedy)")->check(CLI::Range(1, 1000));
-    app.add_option("--lenpen", lenpen, "length penalty (default eval.lenpen)")->check(nmt::cli::finite_range(0, 100));
-    app.add_option("--output", req.output, "write the hypotheses here");
-    nmt::cli::ChannelArgs channel;
-    nmt::cli::add_channel_options(app, channel);
-    nmt::cli::SamplingArgs sampling;
-    nmt::cli::add_sampling_options(app, sampling);
-    nmt::cli::DirectionArgs direction;
-    nmt::cli::add_direction_options(app, direction);
-    app.add_flag("--all-directions", all_directions, "score every direction of a multilingual model, as a table")
-        ->excludes(app.get_option("--direction"))
-        ->excludes(app.get_option("--zero-shot"));
-    app.add_flag("--verbose", verbose, "print the decoding set-up on stderr (device, threads, GEMM library, attention)");
+    EvaluateArgs a;
+    add_options(app, a);
     if (int rc = nmt::cli::parse_cli(app, argc, argv); rc >= 0) return rc;
-    if (beam >= 0) args.overrides.push_back("eval.beam=" + std::to_string(beam));
-    if (lenpen >= 0) args.overrides.push_back("eval.lenpen=" + std::to_string(lenpen));
-    nmt::cli::push_channel_overrides(channel, args.overrides);
-    nmt::cli::push_sampling_overrides(sampling, beam >= 0, args.overrides);
-    nmt::cli::push_direction_overrides(direction, args.overrides);
+    auto& args = a.config;
+    const auto& req = a.req;
+    if (a.beam >= 0) args.overrides.push_back("eval.beam=" + std::to_string(a.beam));
+    if (a.lenpen >= 0) args.overrides.push_back("eval.lenpen=" + std::to_string(a.lenpen));
+    nmt::cli::push_channel_overrides(a.channel, args.overrides);
+    nmt::cli::push_sampling_overrides(a.sampling, a.beam >= 0, args.overrides);
+    nmt::cli::push_direction_overrides(a.direction, args.overrides);
     nmt::config::Config cfg;
     if (!nmt::cli::resolve_config(args, nmt::config::Needs::kShards, &cfg)) return 0;
     torch::set_num_threads(static_cast<int>(cfg.train.threads));
     const torch::Device device = nmt::runtime::choose_device(cfg.train, group.local_rank());
     auto comm = nmt::dist::make_communicator(cfg.dist, group, device);
     const auto setup = nmt::runtime::set_up_decoding(cfg, device, comm.get());  // rank 0's GEMM on every rank
-    if (verbose && group.is_main()) std::fprintf(stderr, "%s: %s\n", name.c_str(), setup.text.c_str());
+    if (a.verbose && group.is_main()) std::fprintf(stderr, "%s: %s\n", name.c_str(), setup.text.c_str());
     if (!setup.warning.empty() && group.is_main()) std::fprintf(stderr, "%s: %s\n", name.c_str(), setup.warning.c_str());
-    if (all_directions) {
+    if (a.all_directions) {
       evaluate_all_directions(cfg, req, *comm);
       return 0;
     }

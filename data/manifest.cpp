@@ -33,6 +33,35 @@ std::string str_field(const json& obj, const char* key, const std::string& where
   return v.get<std::string>();
 }
 
+// A multilingual manifest's "directions" and "lang_tag" (absent: a bilingual one).
+void read_directions(const json& j, const std::string& path, Manifest& m) {
+  if (!j.contains("directions")) return;
+  const json& dirs = j.at("directions");
+  if (!dirs.is_array()) throw DataError(path + ": field 'directions' must be an array of strings");
+  for (size_t i = 0; i < dirs.size(); ++i) {
+    if (!dirs[i].is_string()) throw DataError(path + ": field 'directions[" + std::to_string(i) + "]' must be a string");
+    m.directions.push_back(dirs[i].get<std::string>());
+  }
+  m.lang_tag = str_field(j, "lang_tag", "", path);
+}
+
+// A split's counts, and a multilingual split's direction and decoder start (within the vocabulary).
+SplitEntry split_counts(const json& s, const std::string& where, const std::string& path, int64_t vocab_size) {
+  SplitEntry e;
+  e.examples = int_field(s, "examples", where, path);
+  e.raw_lines = int_field(s, "raw_lines", where, path);
+  e.skipped_empty = int_field(s, "skipped_empty", where, path);
+  e.skipped_too_long = int_field(s, "skipped_too_long", where, path);
+  if (s.contains("direction")) e.direction = str_field(s, "direction", where, path);
+  if (s.contains("decoder_start")) {
+    e.decoder_start = int_field(s, "decoder_start", where, path);
+    if (e.decoder_start >= vocab_size)
+      throw DataError(path + ": field '" + where + "decoder_start' = " + std::to_string(e.decoder_start) +
+                      " is outside the vocabulary of " + std::to_string(vocab_size));
+  }
+  return e;
+}
+
 }  // namespace
 
 std::string Manifest::to_json() const {
@@ -99,31 +128,12 @@ Manifest Manifest::from_json(const std::string& text, const std::string& path) {
     if (id >= m.vocab_size)
       throw DataError(path + ": field 'special_ids." + name + "' = " + std::to_string(id) +
                       " is outside the vocabulary of " + std::to_string(m.vocab_size));
-  if (j.contains("directions")) {
-    const json& dirs = j.at("directions");
-    if (!dirs.is_array()) throw DataError(path + ": field 'directions' must be an array of strings");
-    for (size_t i = 0; i < dirs.size(); ++i) {
-      if (!dirs[i].is_string()) throw DataError(path + ": field 'directions[" + std::to_string(i) + "]' must be a string");
-      m.directions.push_back(dirs[i].get<std::string>());
-    }
-    m.lang_tag = str_field(j, "lang_tag", "", path);
-  }
+  read_directions(j, path, m);
   const json& splits = field(j, "splits", "", path);
   if (!splits.is_object()) throw DataError(path + ": field 'splits' must be an object");
   for (const auto& [name, s] : splits.items()) {
     const std::string where = "splits." + name + ".";
-    SplitEntry e;
-    e.examples = int_field(s, "examples", where, path);
-    e.raw_lines = int_field(s, "raw_lines", where, path);
-    e.skipped_empty = int_field(s, "skipped_empty", where, path);
-    e.skipped_too_long = int_field(s, "skipped_too_long", where, path);
-    if (s.contains("direction")) e.direction = str_field(s, "direction", where, path);
-    if (s.contains("decoder_start")) {
-      e.decoder_start = int_field(s, "decoder_start", where, path);
-      if (e.decoder_start >= m.vocab_size)
-        throw DataError(path + ": field '" + where + "decoder_start' = " + std::to_string(e.decoder_start) +
-                        " is outside the vocabulary of " + std::to_string(m.vocab_size));
-    }
+    SplitEntry e = split_counts(s, where, path, m.vocab_size);
     const json& shards = field(s, "shards", where, path);
     if (!shards.is_array() || shards.empty()) throw DataError(path + ": field '" + where + "shards' must be a non-empty array");
     int64_t total = 0;

@@ -58,13 +58,7 @@ Trainer::Trainer(const config::Config& cfg, const dist::ProcessGroup& group, Ble
   special_ = train_->manifest().special;
   check_sentences_fit();
   pack_validation_batches();
-  std::vector<std::string> target_langs{cfg_.data.tgt_lang};
-  if (!cfg_.data.directions.empty()) target_langs.clear();
-  for (const data::Direction& d : cfg_.data.directions) target_langs.push_back(d.tgt);
-  for (const std::string& lang : target_langs)
-    if (bleu_ && data::find_split_file(cfg_.data.raw_dir, cfg_.data.valid_split, lang).empty())
-      throw config::ConfigError("config key 'train.validate_bleu' = true: no reference " + cfg_.data.valid_split + "." +
-                                lang + "[.gz] in data.raw_dir = '" + cfg_.data.raw_dir + "'");
+  if (bleu_) check_bleu_references();
 
   // Same seed on every rank: identical initial parameters (rank 0's are broadcast anyway).
   torch::manual_seed(static_cast<uint64_t>(cfg_.train.seed));
@@ -101,6 +95,18 @@ Trainer::Trainer(const config::Config& cfg, const dist::ProcessGroup& group, Ble
 }
 
 Trainer::~Trainer() = default;
+
+// train.validate_bleu: each direction's validation reference must be there (refused now, not at
+// the first validation).
+void Trainer::check_bleu_references() const {
+  std::vector<std::string> target_langs{cfg_.data.tgt_lang};
+  if (!cfg_.data.directions.empty()) target_langs.clear();
+  for (const data::Direction& d : cfg_.data.directions) target_langs.push_back(d.tgt);
+  for (const std::string& lang : target_langs)
+    if (data::find_split_file(cfg_.data.raw_dir, cfg_.data.valid_split, lang).empty())
+      throw config::ConfigError("config key 'train.validate_bleu' = true: no reference " + cfg_.data.valid_split + "." +
+                                lang + "[.gz] in data.raw_dir = '" + cfg_.data.raw_dir + "'");
+}
 
 // Each validation split packed on its own, so that a micro-batch holds one direction and its
 // scores can be told apart.

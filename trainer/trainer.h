@@ -140,6 +140,7 @@ class Trainer {
   bool resume_or_start(const std::string& resume);
   void check_sentences_fit() const;
   void pack_validation_batches();
+  void check_bleu_references() const;
   void preload_shards();  // data.preload_mb; sets shards_where_
   void choose_cpu_precision(const model::ModelConfig& model_cfg);
   std::string gemm_text() const;
