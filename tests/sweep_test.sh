@@ -4,7 +4,7 @@
 # (its last.pt equals an uninterrupted run's) with the rest of its time budget; the table's
 # numbers are checked against metrics.jsonl and a direct `evaluate`. Also: a point whose
 # overrides changed after it finished, a failing point, and bad sweep files (exit 2, FILE:LINE,
-# nothing written); --only.
+# nothing written); --only; a multilingual sweep (per-direction evaluation, mean BLEU, own shards).
 #   sweep_test.sh BUILD_DIR PYTHON
 set -uo pipefail
 build=$(cd "$1" && pwd) python=$2  # absolute: job_env.sh moves to a scratch directory
@@ -286,4 +286,71 @@ cp old.csv old_before.csv
   || { cat old.err; fail "old committed table: exit $rc"; }
 cmp -s old.csv old_before.csv && [ ! -e oldout ] || fail "old committed table: something was written"
 echo "ok: a committed table of another version -> $(cat old.err)"
+
+# --- A multilingual base config (data.directions): each point evaluated direction by direction
+# (evaluate --direction D into val.D.hyp, lc-tok against raw/val.<D's target>); the table's val
+# BLEU and lc-tok are the means over the directions, beside a column of each direction's BLEU,
+# which equal evaluate --all-directions'. A point that sets data.lang_tag gets shards of its own
+# (multi2_*); one that sets data.sampling_temperature (training only) does not. The committed
+# table, extra column and all, lets the sweep go on elsewhere. A bilingual table has no such column.
+"$python" - <<'PY' || fail "a bilingual sweep's table gained a column"
+header = "point,status,overrides,vocab_size,spm_model_type,updates,epochs,train_wall_s,tgt_tokens_per_s," \
+         "best_valid_loss,best_valid_nll,val_bleu,val_lc_tok_bleu,cpu,config,common\n"
+assert open("sw/table.csv").readline() == header and "by direction" not in open("sw/table.md").read()
+PY
+cat > m.yaml <<'YAML'
+data: {raw_dir: raw, shard_dir: mshards, vocab_size: 40, num_shards: 2, max_tokens: 300, directions: [de-en, en-de], lang_tag: source}
+model: {d_model: 32, ffn_dim: 64, heads: 4, encoder_layers: 1, decoder_layers: 1, dropout: 0.0}
+schedule: {type: inverse_sqrt, lr: 0.005, warmup_updates: 10}
+train: {threads: 1, log_interval: 50, validate_interval_updates: 100, save_interval_updates: 20, keep_last: 0, tensorboard: false}
+YAML
+"$PRE" --config m.yaml > /dev/null 2>&1 || fail "multilingual preprocess"
+printf 'config m.yaml\ncommon train.max_updates=400\npoint src\npoint dec data.lang_tag=decoder\n%s\n' \
+  'point t2 data.sampling_temperature=2' > m.sweep
+"${SWEEP[@]}" m.sweep --out mw --shards mshards_own > m.log 2>&1 || { cat m.log; fail "multilingual sweep"; }
+own=$(ls -d mshards_own/*) && [ "$(echo "$own" | wc -l)" = 1 ] || fail "multilingual: expected one shard directory: $own"
+case $own in mshards_own/multi2_unigram40_*) ;; *) fail "multilingual shard directory name: $own" ;; esac
+grep -q "point dec: training: .* data.shard_dir=$own train.save_dir=mw/dec" m.log || { cat m.log; fail "dec not on $own"; }
+grep "point \(src\|t2\): training:" m.log | grep -q "data.shard_dir" && fail "src or t2 given shards of their own"
+"$EVAL" --config m.yaml train.max_updates=400 data.lang_tag=decoder data.shard_dir="$own" train.save_dir=mw/dec \
+  --checkpoint mw/dec/averaged.pt --split val --beam 5 --all-directions > m_all.txt 2> /dev/null || fail "evaluate --all-directions"
+"$python" - "$root/tools/score_lc_tok.py" <<'PY' || fail "multilingual points: files and table"
+import csv, json, os, subprocess, sys
+scorer, directions = sys.argv[1], ["de-en", "en-de"]
+rows = {r["point"]: r for r in csv.DictReader(open("m.csv"))}
+assert list(rows) == ["src", "dec", "t2"] and all(r["status"] == "finished" for r in rows.values()), rows
+for p, row in rows.items():
+    result = json.load(open(f"mw/{p}/result.json"))
+    assert list(result["directions"]) == directions and not os.path.exists(f"mw/{p}/val.hyp"), (p, result)
+    bleu, lc_tok = [], []
+    for d in directions:
+        scores = result["directions"][d]
+        assert os.path.getsize(f"mw/{p}/val.{d}.hyp") > 0, (p, d)
+        assert scores["val_bleu"] == float(open(f"mw/{p}/evaluate.{d}.out").readline().split()[2]), (p, d, scores)
+        if os.path.exists(scorer):
+            out = subprocess.run([sys.executable, scorer, "--hyp", f"mw/{p}/val.{d}.hyp", "--ref", f"raw/val.{d[3:]}",
+                                  "--lang", d[3:]], capture_output=True, text=True, check=True).stdout
+            assert scores["val_lc_tok_bleu"] == float(out.split()[2]), (p, d, scores, out)
+        bleu.append(scores["val_bleu"])
+        lc_tok.append(scores["val_lc_tok_bleu"])
+    assert abs(float(row["val_bleu"]) - sum(bleu) / 2) < 1e-4, (p, row["val_bleu"], bleu)
+    assert row["val_bleu_by_direction"] == f"de-en {bleu[0]:.2f}, en-de {bleu[1]:.2f}", row
+    if os.path.exists(scorer):
+        assert abs(float(row["val_lc_tok_bleu"]) - sum(lc_tok) / 2) < 1e-4, (p, row["val_lc_tok_bleu"], lc_tok)
+    print(f"ok: multilingual row {p}: val BLEU {row['val_bleu']} = mean of {row['val_bleu_by_direction']}; "
+          f"lc-tok {row['val_lc_tok_bleu']} = mean of {lc_tok}")
+table = {l.split()[0]: float(l.split()[1]) for l in open("m_all.txt") if l.split()[0] in directions + ["mean"]}
+dec = json.load(open("mw/dec/result.json"))["directions"]
+assert {d: dec[d]["val_bleu"] for d in directions} == {d: table[d] for d in directions}, (dec, table)
+assert abs(float(rows["dec"]["val_bleu"]) - table["mean"]) <= 0.005, (rows["dec"]["val_bleu"], table)
+md = open("m.md").read()
+assert "| val BLEU (avg, beam 5) | val BLEU by direction | val lc-tok BLEU |" in md, md
+assert f"| {float(rows['dec']['val_bleu']):.2f} | {rows['dec']['val_bleu_by_direction']} |" in md, md
+print(f"ok: point dec's directions as evaluate --all-directions gives them: {table}")
+PY
+cp m.csv m_before.csv
+"${SWEEP[@]}" m.sweep --out mw_elsewhere --shards mshards_own > m2.log 2>&1 || { cat m2.log; fail "multilingual sweep elsewhere"; }
+[ "$(grep -c ": finished in m.csv" m2.log)" = 3 ] && [ ! -e mw_elsewhere/src ] && cmp -s m.csv m_before.csv \
+  || { cat m2.log; diff m_before.csv m.csv; fail "multilingual sweep elsewhere: points run again or rows changed"; }
+echo "ok: a multilingual sweep with an empty --out skips its committed points, the per-direction column unchanged"
 echo "sweep: all checks passed"

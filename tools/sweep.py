@@ -32,12 +32,19 @@ For each point, in file order, in OUT/NAME (OUT defaults to runs/sweeps/<sweep f
      column stays empty, with a warning);
   5. OUT/NAME/result.json, written last (temporary file + rename): a point with one is finished.
 
+A multilingual point (data.directions set) has steps 3 and 4 once per direction D, in the
+config's order: evaluate ... --direction D --output OUT/NAME/val.D.hyp (log evaluate.D.out), and
+the lc-tok BLEU of val.D.hyp against data.raw_dir/<data.valid_split>.<D's target> (lc_tok.D.out).
+Its val BLEU and lc-tok BLEU are the means over its directions; result.json keeps each
+direction's under "directions".
+
 Selection is on val only: the sweep never decodes or scores the test set.
 
 A point whose overrides set a data.* key that changes what preprocess writes (vocabulary size or
-type, languages, raw_dir, splits, num_shards, max_len) and no data.shard_dir of its own trains on
-shards made for it: SHARDS/<src>-<tgt>_<type><vocab>_<hash of those settings> (SHARDS:
---shards, default runs/sweeps/shards), preprocessed once before its training (log
+type, languages, raw_dir, splits, num_shards, max_len, directions, lang_tag, spm_temperature) and
+no data.shard_dir of its own trains on shards made for it:
+SHARDS/<src>-<tgt>_<type><vocab>_<hash of those settings> (multilingual: multi<N directions>_...;
+SHARDS: --shards, default runs/sweeps/shards), preprocessed once before its training (log
 OUT/NAME/preprocess.out) and reused by every point, of any sweep, with the same settings. Other
 points use the config's data.shard_dir as it is.
 
@@ -47,7 +54,9 @@ is also printed): point, status, overrides, vocabulary size and type, updates, e
 wall time (s, summed over
 every train process of the point, from metrics.jsonl), mean target tokens/s, best val loss and
 nll, val BLEU (averaged checkpoint, beam 5), val lc-tok BLEU, and the machine the point
-trained on: its CPU model, or on a GPU "<GPU model> (host: <CPU model>)".
+trained on: its CPU model, or on a GPU "<GPU model> (host: <CPU model>)". A sweep with a
+multilingual point has one more column after the val BLEU (there its mean): each direction's,
+"de-en 35.12, en-de 30.01"; a bilingual sweep's tables are as they were.
 
 Rerunning the same command continues the sweep: finished points are skipped (their files are
 not touched), and so are points the committed table beside the sweep file has finished with the

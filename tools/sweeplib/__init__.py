@@ -3,9 +3,9 @@
     sweep_file  the sweep file parsed and checked into a Sweep of Points
     context     the sweep's state in one run; points resolved by train --print-config
     shards      a point's own shards for its data.* preprocessing settings
-    points      one point: train, average, evaluate on val, result.json
+    points      one point: train, average, evaluate on val (multilingual: each direction), result.json
     decoding    tools/tune_decoding.py's grid of checkpoints, beams and length penalties on val
-    bleu        the val BLEU of evaluate's output and the lc-tok BLEU of val.hyp
+    bleu        the val BLEU of evaluate's output and the lc-tok BLEU of val.hyp (val.D.hyp)
     state       what OUT/NAME records of a point, and points recorded with other settings refused
     committed   the committed table beside the sweep file
     tables      the markdown and csv tables (columns: their columns)

@@ -22,10 +22,11 @@ def first_bleu(path, program):
     return float(m.group(1)), line
 
 
-def raw_val_reference(resolved):
-    """data.raw_dir/<valid_split>.<tgt_lang>, or its .gz; None when neither exists."""
-    base = os.path.join(resolved.get("data.raw_dir", ""),
-                        f"{resolved.get('data.valid_split', 'val')}.{resolved.get('data.tgt_lang', 'en')}")
+def raw_val_reference(resolved, tgt=None):
+    """data.raw_dir/<valid_split>.<tgt> (tgt: default data.tgt_lang), or its .gz; None when
+    neither exists."""
+    tgt = tgt or resolved.get("data.tgt_lang", "en")
+    base = os.path.join(resolved.get("data.raw_dir", ""), f"{resolved.get('data.valid_split', 'val')}.{tgt}")
     for path in (base, base + ".gz"):
         if os.path.isfile(path):
             return path
@@ -54,22 +55,31 @@ def find_scorer_python():
     return None
 
 
-def lc_tok_command(ctx, point, hyp=None):
-    """tools/score_lc_tok.py's command on hyp (default the point's val.hyp; it reads .gz too),
-    or None without a reference or a scorer."""
+def val_hyp(direction=None):
+    """The file a point's val translation goes to: val.hyp, or val.<direction>.hyp (multilingual)."""
+    return f"val.{direction}.hyp" if direction else "val.hyp"
+
+
+def lc_tok_command(ctx, point, hyp=None, direction=None):
+    """tools/score_lc_tok.py's command on hyp (default the point's val.hyp, or val.<direction>.hyp
+    against the raw val reference of the direction's target language; it reads .gz too), or None
+    without a reference or a scorer."""
     resolved = ctx.resolved[point.name]
-    ref = raw_val_reference(resolved)
+    tgt = direction.split("-", 1)[1] if direction else resolved.get("data.tgt_lang", "en")
+    ref = raw_val_reference(resolved, tgt)
     if ref is None or ctx.scorer_python is None:
         return None
-    return [ctx.scorer_python, SCORER, "--hyp", hyp or ctx.path(point, "val.hyp"), "--ref", ref,
-            "--lang", resolved.get("data.tgt_lang", "en")]
+    return [ctx.scorer_python, SCORER, "--hyp", hyp or ctx.path(point, val_hyp(direction)), "--ref", ref,
+            "--lang", tgt]
 
 
-def lc_tok_point(ctx, point):
-    """lc-tok BLEU of val.hyp by tools/score_lc_tok.py; None when that tool is absent."""
+def lc_tok_point(ctx, point, direction=None):
+    """lc-tok BLEU of val.hyp (or val.<direction>.hyp) by tools/score_lc_tok.py; None when that
+    tool is absent."""
     if ctx.scorer_python is None:
         return None
-    cmd, log = lc_tok_command(ctx, point), ctx.path(point, "lc_tok.out")
+    cmd = lc_tok_command(ctx, point, direction=direction)
+    log = ctx.path(point, f"lc_tok.{direction}.out" if direction else "lc_tok.out")
     if cmd is None:
         raise PointFailed("no raw val reference for the lc-tok BLEU (data.raw_dir, data.valid_split)", log)
     with open(log, "wb") as out:

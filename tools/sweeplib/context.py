@@ -53,6 +53,11 @@ class Context:
         return [program, "--config", self.sweep.config, *self.sweep.overrides(point), *own_shards,
                 f"train.save_dir={self.point_dir(point)}"]
 
+    def multilingual(self):
+        """True when a point of the sweep is multilingual (data.directions): its table has the
+        per-direction BLEU column."""
+        return any(point_directions(self.resolved.get(point.name, {})) for point in self.sweep.points)
+
     def committed_table(self):
         """The table committed beside the sweep file: SWEEP_FILE's stem + .csv / .md."""
         return os.path.splitext(self.sweep.path)[0]
@@ -83,6 +88,15 @@ def parse_printed_config(text):
                 value = value[1:-1]
         values[f"{section}.{key}"] = value
     return values
+
+
+def point_directions(resolved):
+    """A multilingual point's directions (data.directions, printed as a flow list "[de-en, en-de]"),
+    in the config's order; [] for a bilingual one."""
+    text = str(resolved.get("data.directions") or "").strip()
+    if text.startswith("[") and text.endswith("]"):
+        text = text[1:-1]
+    return [word.strip().strip('"') for word in text.split(",") if word.strip()]
 
 
 def resolve_points(ctx):

@@ -5,6 +5,7 @@ import shlex
 
 from .bleu import lc_tok_command
 from .committed import finished_elsewhere
+from .context import point_directions
 from .errors import EXIT_FAILED, Interrupted, PointFailed
 from .files import RESULT, STATE, read_json, tail
 from .jobs import Jobs, format_cpus, warn_crowded
@@ -35,7 +36,8 @@ def run_one(ctx, point, show):
         say(f"point {point.name}: FAILED: {e}; the end of {e.log}:\n{tail(e.log)}")
     else:
         ctx.status.pop(point.name)
-        say(f"point {point.name}: finished: {result['updates']} updates, val BLEU {result['val_bleu']:.2f}")
+        mean = f" (the mean of {len(result['directions'])} directions)" if "directions" in result else ""
+        say(f"point {point.name}: finished: {result['updates']} updates, val BLEU {result['val_bleu']:.2f}{mean}")
     write_tables(ctx, show)
 
 
@@ -108,8 +110,9 @@ def dry_run(ctx):
         averaged = ctx.path(point, "averaged.pt")
         print(shlex.join([ctx.binary("trainer", "average"), "--output", averaged, "--last", str(AVERAGE_LAST),
                           ctx.point_dir(point)]) + f"  # --last min({AVERAGE_LAST}, update_N.pt there)")
-        print(shlex.join(evaluate_command(ctx, point, averaged)) + "  # last.pt when fewer than 2 update_N.pt")
-        if ctx.scorer_python:
-            cmd = lc_tok_command(ctx, point)
-            print(shlex.join(cmd) if cmd else "# no raw val reference for the lc-tok BLEU")
+        for direction in point_directions(ctx.resolved[point.name]) or [None]:  # multilingual: each direction
+            print(shlex.join(evaluate_command(ctx, point, averaged, direction)) + "  # last.pt when fewer than 2 update_N.pt")
+            if ctx.scorer_python:
+                cmd = lc_tok_command(ctx, point, direction=direction)
+                print(shlex.join(cmd) if cmd else "# no raw val reference for the lc-tok BLEU")
     return 0

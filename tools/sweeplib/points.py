@@ -1,5 +1,6 @@
 """One point run: train (or resume, within its time budget), average the last checkpoints,
-evaluate on val, score lc-tok BLEU, and record result.json last."""
+evaluate on val (a multilingual point: each direction), score lc-tok BLEU, and record
+result.json last."""
 import datetime
 import json
 import os
@@ -7,7 +8,8 @@ import re
 import shlex
 import subprocess
 
-from .bleu import first_bleu, lc_tok_point
+from .bleu import first_bleu, lc_tok_point, val_hyp
+from .context import point_directions
 from .errors import PointFailed
 from .files import RESULT, write_atomic
 from .metrics import summarize_metrics
@@ -111,20 +113,51 @@ def average_point(ctx, point):
     return output, n
 
 
-def evaluate_command(ctx, point, checkpoint):
+def evaluate_command(ctx, point, checkpoint, direction=None):
+    """evaluate's command on val into val.hyp; for one direction of a multilingual point,
+    --direction D into val.D.hyp."""
+    one = ["--direction", direction] if direction else []
     return ctx.base_command(ctx.binary("eval", "evaluate"), point) + [
-        "--checkpoint", checkpoint, "--split", "val", "--beam", str(BEAM), "--output", ctx.path(point, "val.hyp")]
+        "--checkpoint", checkpoint, "--split", "val", "--beam", str(BEAM), *one,
+        "--output", ctx.path(point, val_hyp(direction))]
 
 
-def evaluate_point(ctx, point, checkpoint):
-    cmd = evaluate_command(ctx, point, checkpoint)
-    stdout, stderr = ctx.path(point, "evaluate.out"), ctx.path(point, "evaluate.err")
+def evaluate_point(ctx, point, checkpoint, direction=None):
+    cmd = evaluate_command(ctx, point, checkpoint, direction)
+    stem = f"evaluate.{direction}" if direction else "evaluate"
+    stdout, stderr = ctx.path(point, stem + ".out"), ctx.path(point, stem + ".err")
     say(f"point {point.name}: evaluating on val: {shlex.join(cmd)}")
     with open(stdout, "wb") as out, open(stderr, "wb") as err:
         rc = ctx.runner.run(cmd, out, err)
     if rc != 0:
         raise PointFailed(f"evaluate ended with {describe_exit(rc)}", stderr)
     return first_bleu(stdout, "evaluate")
+
+
+def mean(values):
+    """The mean of values, rounded to 4 decimals (the table's csv keeps it as written); None when
+    one is None (no scorer)."""
+    return None if any(v is None for v in values) else round(sum(values) / len(values), 4)
+
+
+def by_direction(directions):
+    """result.json's per-direction scores as the table's column: "de-en 35.12, en-de 30.01"."""
+    return ", ".join(f"{d} {scores['val_bleu']:.2f}" for d, scores in directions.items())
+
+
+def evaluate_directions(ctx, point, checkpoint, directions):
+    """A multilingual point: every direction evaluated on val into val.D.hyp and scored by
+    tools/score_lc_tok.py against the raw val reference of its target language. The point's val
+    BLEU and lc-tok BLEU are the means over its directions; each direction's are kept in
+    result.json's "directions"."""
+    scores = {}
+    for direction in directions:
+        bleu, line = evaluate_point(ctx, point, checkpoint, direction)
+        scores[direction] = {"val_bleu": bleu, "val_bleu_line": line,
+                             "val_lc_tok_bleu": lc_tok_point(ctx, point, direction)}
+    bleu = mean([s["val_bleu"] for s in scores.values()])
+    return {"val_bleu": bleu, "val_bleu_line": f"mean BLEU = {bleu:.2f} over {by_direction(scores)}",
+            "val_lc_tok_bleu": mean([s["val_lc_tok_bleu"] for s in scores.values()]), "directions": scores}
 
 
 def run_point(ctx, point):
@@ -136,12 +169,15 @@ def run_point(ctx, point):
     if not state["trained"]:
         train_point(ctx, point, state)
     checkpoint, averaged = average_point(ctx, point)
-    bleu, bleu_line = evaluate_point(ctx, point, checkpoint)
-    lc_tok = lc_tok_point(ctx, point)
+    directions = point_directions(ctx.resolved[point.name])
+    if directions:
+        scores = evaluate_directions(ctx, point, checkpoint, directions)
+    else:
+        bleu, bleu_line = evaluate_point(ctx, point, checkpoint)
+        scores = {"val_bleu": bleu, "val_bleu_line": bleu_line, "val_lc_tok_bleu": lc_tok_point(ctx, point)}
     result = {"point": point.name, "config": ctx.sweep.config, "overrides": ctx.sweep.overrides(point),
               "point_overrides": point.overrides, **summarize_metrics(ctx.path(point, "metrics.jsonl")),
               "checkpoint": os.path.basename(checkpoint), "averaged_last": averaged, "beam": BEAM,
-              "val_bleu": bleu, "val_bleu_line": bleu_line, "val_lc_tok_bleu": lc_tok, "cpus": state["cpus"],
-              "finished": datetime.datetime.now().isoformat(timespec="seconds")}
+              **scores, "cpus": state["cpus"], "finished": datetime.datetime.now().isoformat(timespec="seconds")}
     write_atomic(ctx.path(point, RESULT), json.dumps(result, indent=1) + "\n")
     return result

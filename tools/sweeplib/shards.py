@@ -8,6 +8,7 @@ import shlex
 import subprocess
 import threading
 
+from .context import point_directions
 from .errors import PointFailed
 from .runner import describe_exit, say
 
@@ -21,7 +22,11 @@ PREPROCESS_KEYS = ("data.raw_dir", "data.src_lang", "data.tgt_lang", "data.train
 # Keys that change what `preprocess` writes only when set away from their default: they join a
 # point's settings (and its directory's hash) only then, so directories made before they existed
 # keep their names.
-PREPROCESS_KEYS_IF_SET = {"data.train_corpora": "{}", "data.spm_sample_lines": "1000000", "data.subword_samples": "0"}
+# A multilingual config's data.directions (one shard split per direction), data.lang_tag (the
+# language tags written into the shards) and data.spm_temperature (each language's share of the
+# SentencePiece sample) are such keys too.
+PREPROCESS_KEYS_IF_SET = {"data.train_corpora": "{}", "data.spm_sample_lines": "1000000", "data.subword_samples": "0",
+                          "data.directions": "[]", "data.lang_tag": "none", "data.spm_temperature": "equal"}
 SUBWORD_KEYS = ("data.subword_nbest", "data.subword_alpha")
 
 
@@ -32,6 +37,8 @@ def data_settings(resolved):
     for key, default in PREPROCESS_KEYS_IF_SET.items():
         if key in resolved and str(resolved[key]) != default:
             settings[key] = resolved[key]
+    if "data.directions" in settings:
+        settings["data.directions"] = point_directions(resolved)  # a list: the printed form's spacing aside
     if "data.subword_samples" in settings:
         settings.update({key: resolved.get(key) for key in SUBWORD_KEYS})
     # data.reversed_weight writes the reversed splits when above 0, whatever its value (which
@@ -45,12 +52,14 @@ def data_settings(resolved):
 
 
 def own_shard_dir(ctx, point):
-    """SHARDS/<src>-<tgt>_<type><vocab>_<hash of every preprocessing setting>: one directory per
-    distinct data setting, so points (and sweeps) that agree on them share one preprocess."""
+    """SHARDS/<src>-<tgt>_<type><vocab>_<hash of every preprocessing setting> (a multilingual
+    config: multi<N directions>_<type><vocab>_<hash>): one directory per distinct data setting, so
+    points (and sweeps) that agree on them share one preprocess."""
     settings = data_settings(ctx.resolved[point.name])
     digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:10]
-    name = (f"{settings['data.src_lang']}-{settings['data.tgt_lang']}_{settings['data.spm_model_type']}"
-            f"{settings['data.vocab_size']}_{digest}")
+    languages = (f"multi{len(settings['data.directions'])}" if settings.get("data.directions")
+                 else f"{settings['data.src_lang']}-{settings['data.tgt_lang']}")
+    name = f"{languages}_{settings['data.spm_model_type']}{settings['data.vocab_size']}_{digest}"
     return os.path.join(ctx.shards, re.sub(r"[^A-Za-z0-9_.-]", "_", name))
 
 
