@@ -9,7 +9,8 @@
 #     direction's decoder start, the tag's id; the vocabulary's sample holds the languages equally;
 #   - a bilingual config on the same raw files writes no direction fields (its manifest's keys
 #     are today's);
-#   - training: per-direction validation losses in metrics.jsonl, which average to valid_loss;
+#   - training: per-direction validation losses in metrics.jsonl, which average to valid_loss,
+#     and in TensorBoard (valid/loss/de-en, by TensorBoard's own reader);
 #     a resume mid-run is bit for bit the run never stopped, and mpirun -np 2 equals -np 1 with
 #     update_freq 2, bit for bit;
 #   - evaluate --all-directions prints one row per direction and their mean; translate never
@@ -87,7 +88,18 @@ PY
 [ $? = 0 ] || exit 1
 
 # Training: per-direction validation, resume bit for bit, -np 2 == -np 1 x update_freq 2.
-"$TRAIN" --config c.yaml train.save_dir=straight > straight.log 2>&1 || { tail straight.log; fail "train"; }
+"$TRAIN" --config c.yaml train.save_dir=straight train.tensorboard=true > straight.log 2>&1 || { tail straight.log; fail "train"; }
+"$python" "$here/tensorboard_events.py" straight 1 > /dev/null || fail "TensorBoard's reader does not read metrics.jsonl's scalars"
+"$python" - <<'PY' || fail "no per-direction tags in TensorBoard"
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+acc = EventAccumulator("straight", size_guidance={"scalars": 0})
+acc.Reload()
+want = {f"valid/{m}/{d}" for m in ("loss", "nll") for d in ("de-en", "en-de", "fr-en", "en-fr")}
+missing = want - set(acc.Tags()["scalars"])
+assert not missing, missing
+print("ok: TensorBoard's reader shows", ", ".join(sorted(t for t in want if t.startswith("valid/loss/"))))
+PY
+[ $? = 0 ] || exit 1
 "$TRAIN" --config c.yaml train.save_dir=stopped train.max_updates=7 > stop.log 2>&1 || { tail stop.log; fail "train to 7"; }
 "$TRAIN" --config c.yaml train.save_dir=stopped --resume auto > resumed.log 2>&1 || { tail resumed.log; fail "resume"; }
 same straight/last.pt stopped/last.pt
