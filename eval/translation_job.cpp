@@ -32,7 +32,7 @@ nlohmann::json decoding_settings(const config::Config& cfg, const std::vector<st
   const config::EvalConfig& e = cfg.eval;
   nlohmann::json checkpoint_sums = nlohmann::json::array();
   for (const auto& c : checkpoints) checkpoint_sums.push_back(base::sha256_file(c));
-  return {{"checkpoints_sha256", checkpoint_sums},
+  nlohmann::json settings = {{"checkpoints_sha256", checkpoint_sums},
           {"channel_sha256", e.channel_checkpoint.empty() ? "" : base::sha256_file(e.channel_checkpoint)},
           {"channel_weight", e.channel_weight},
           {"beam", e.beam},
@@ -46,6 +46,9 @@ nlohmann::json decoding_settings(const config::Config& cfg, const std::vector<st
           {"temperature", e.temperature},
           {"seed", e.seed},
           {"precision", static_cast<int>(cfg.train.precision)}};
+  // A multilingual model's direction (absent for a bilingual one, whose job.json is as before).
+  if (!cfg.data.directions.empty()) settings["direction"] = cfg.data.src_lang + "-" + cfg.data.tgt_lang;
+  return settings;
 }
 
 // The first setting whose value differs between two decoding_settings, as "key: was A, now B".

@@ -14,7 +14,8 @@
 #     a resume mid-run is bit for bit the run never stopped, and mpirun -np 2 equals -np 1 with
 #     update_freq 2, bit for bit;
 #   - evaluate --all-directions prints one row per direction and their mean; translate never
-#     emits a tag; a direction not trained needs --zero-shot and is reported as zero-shot;
+#     emits a tag; a direction not trained needs --zero-shot and is reported as zero-shot; a
+#     translation job (--output) resumes in its own direction only;
 #   - bad input, each one line and exit 2, nothing written: a direction whose files are
 #     missing, a language with no files, a direction listed twice, a temperature of 0 or less, a
 #     tag that clashes with a piece (an ordinary piece of a reused vocabulary, or a source tag),
@@ -140,6 +141,21 @@ done
   { cat zs.err; fail "translate zero-shot"; }
 grep -q "fr-de is zero-shot" zs.err || fail "zero-shot not reported"
 echo "ok: evaluate --all-directions (4 rows and the mean), --direction; translate never emits a tag; zero-shot reported"
+
+# A translation job (--output) resumes only in the direction it started in.
+for i in 1 2 3 4 5 6; do cat raw/val.en; done > job.en
+JOB=("$TRANS" --config c.yaml --checkpoint straight/last.pt --input job.en --chunk-lines 2)
+"${JOB[@]}" --direction en-de --output job_ref.de 2> job.err || { tail -3 job.err; fail "the job, uninterrupted"; }
+"${JOB[@]}" --direction en-de --output job.de > /dev/null 2>&1 &
+pid=$!
+for _ in $(seq 600); do [ "$(find job.de.parts -name 'chunk_*' 2> /dev/null | wc -l)" -ge 2 ] && break; sleep 0.05; done
+kill -9 $pid; wait $pid 2> /dev/null
+[ -d job.de.parts ] && [ ! -e job.de ] || fail "the job was not stopped midway"
+refused "a job resumed in another direction" 'a decoding setting changed (direction: was "en-de", now "en-fr")' \
+  "${JOB[@]}" --direction en-fr --output job.de
+"${JOB[@]}" --direction en-de --output job.de 2> /dev/null || fail "the job resumed in its direction"
+cmp job_ref.de job.de || fail "the resumed job's output differs from the uninterrupted one"
+echo "ok: a job stopped midway resumes in its direction to the uninterrupted output; another direction is refused"
 
 # Bad input: one line, exit 2, nothing written.
 refused "a direction not trained" "not a direction the model was trained on (de-en, en-de, fr-en, en-fr); decode it zero-shot" \
