@@ -20,7 +20,8 @@
 #     missing, a language with no files, a direction listed twice, a temperature of 0 or less, a
 #     tag that clashes with a piece (an ordinary piece of a reused vocabulary, or a source tag),
 #     a language the model never saw, a multilingual checkpoint given to a bilingual config and
-#     the reverse, a resume whose directions changed.
+#     the reverse, a resume whose directions changed;
+#   - a corpus named "extra.fr-en" is read in fr-en only; an ensemble decodes a direction.
 #   multilingual_jobs.sh BUILD_DIR PYTHON
 set -uo pipefail
 build=$(cd "$1" && pwd) python=$2
@@ -52,6 +53,18 @@ grep -q "on de 300 of 300, en 300 of 300, fr 300 of 300 lines (data.spm_temperat
 "$PRE" --config c.yaml data.shard_dir=dec_tag data.lang_tag=decoder > /dev/null 2>&1 || fail "preprocess, tags in the decoder"
 "$PRE" --config c.yaml data.shard_dir=bilingual 'data.directions=[]' data.lang_tag=none \
   data.sampling_temperature=off > /dev/null 2>&1 || fail "preprocess, bilingual"
+# A corpus named with a direction is read in that direction only, from its prefix's files.
+cp raw/train.fr raw/extra.fr && cp raw/train.en raw/extra.en
+"$PRE" --config c.yaml data.shard_dir=extra 'data.train_corpora={train: 1, extra.fr-en: 0.5}' > extra.log 2>&1 ||
+  { tail -3 extra.log; fail "preprocess with a corpus of one direction"; }
+"$python" - <<'PY' || fail "a corpus of one direction"
+import json
+splits = set(json.load(open("extra/manifest.json"))["splits"])
+assert "extra.fr-en" in splits and not any(s.startswith("extra.") and s != "extra.fr-en" for s in splits), splits
+assert {f"train.{d}" for d in ("de-en", "en-de", "fr-en", "en-fr")} <= splits, splits
+print("ok: extra.fr-en is read in fr-en only; train in every direction")
+PY
+[ $? = 0 ] || exit 1
 "$python" - <<'PY' || fail "the tags in the shards, by h5py and Python's SentencePiece"
 import json
 import sentencepiece as spm
@@ -137,6 +150,9 @@ for run_dir in straight:src_tag:source dec:dec_tag:decoder; do
   ! grep -q "<2" $run.de || fail "a tag emitted ($run)"
   [ "$(wc -l < $run.de)" = 60 ] || fail "translate gave $(wc -l < $run.de) n-best lines ($run)"
 done
+"$TRANS" --config c.yaml --checkpoint straight/last.pt --checkpoint straight/update_6.pt --direction en-fr \
+  --input raw/val.en > ensemble.fr 2> err.txt || { cat err.txt; fail "translate with an ensemble"; }
+[ "$(wc -l < ensemble.fr)" = 30 ] && ! grep -q "<2" ensemble.fr || fail "the ensemble's translations"
 "$TRANS" --config c.yaml --checkpoint straight/last.pt --direction fr-de --zero-shot --input raw/val.fr > zs.de 2> zs.err ||
   { cat zs.err; fail "translate zero-shot"; }
 grep -q "fr-de is zero-shot" zs.err || fail "zero-shot not reported"
