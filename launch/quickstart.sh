@@ -209,13 +209,16 @@ score() {
 }
 # A multilingual config (data.directions) is scored in each of its directions.
 directions=$(sed -n 's/^  directions: \[\(.*\)\]$/\1/p' <<< "$resolved" | tr -d ' ' | tr ',' ' ')
+hyps=()
 if [ -z "$directions" ]; then
   hyp=$run/$split_name.hyp.$tgt
   score
+  hyps+=("$hyp")
 else
   for direction in $directions; do
     tgt=${direction#*-} hyp=$run/$split_name.hyp.$direction
     score --direction "$direction"
+    hyps+=("$hyp")
   done
 fi
-echo "quickstart.sh: done: run directory $run; scored ${checkpoints[*]}; $split_name hypotheses in $run/$split_name.hyp.*"
+echo "quickstart.sh: done: run directory $run; scored ${checkpoints[*]}; $split_name hypotheses in ${hyps[*]}"
