@@ -1,5 +1,9 @@
 #include "checkpoint/model_setup.h"
 
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "checkpoint/checkpoint.h"
 #include "config/config_error.h"
 #include "config/config_loader.h"
@@ -25,6 +29,22 @@ model::Transformer inference_model(const model::ModelConfig& model_cfg, const Ch
   return model;
 }
 
+// The config the checkpoint was trained with, or nullopt when it does not parse (written by a
+// version with other keys: nothing to compare it with).
+std::optional<config::Config> stored_config(const Checkpoint& ckpt, const std::string& what) {
+  try {
+    return config::load_config_text(ckpt.config_yaml, what + " (its config)");
+  } catch (const config::ConfigError&) {
+    return std::nullopt;
+  }
+}
+
+std::string bracketed(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return "[" + out + "]";
+}
+
 }  // namespace
 
 std::string lang_tag_name(data::LangTag tag) {
@@ -32,16 +52,12 @@ std::string lang_tag_name(data::LangTag tag) {
 }
 
 std::string directions_text(const data::DataConfig& d) {
-  std::string out;
-  for (const auto& dir : d.directions) out += (out.empty() ? "" : ", ") + dir.name();
-  return "[" + out + "]";
+  std::vector<std::string> names;
+  for (const auto& dir : d.directions) names.push_back(dir.name());
+  return bracketed(names);
 }
 
-std::string manifest_directions_text(const data::Manifest& m) {
-  std::string out;
-  for (const auto& dir : m.directions) out += (out.empty() ? "" : ", ") + dir;
-  return "[" + out + "]";
-}
+std::string manifest_directions_text(const data::Manifest& m) { return bracketed(m.directions); }
 
 void check_config_against_manifest(const config::Config& cfg, const data::Manifest& manifest) {
   // What the manifest records about how the shards were made must agree with the config
@@ -71,12 +87,9 @@ void check_config_against_manifest(const config::Config& cfg, const data::Manife
 }
 
 void check_same_directions(const Checkpoint& ckpt, const data::DataConfig& now, const std::string& what) {
-  data::DataConfig then;
-  try {
-    then = config::load_config_text(ckpt.config_yaml, what + " (its config)").data;
-  } catch (const config::ConfigError&) {
-    return;  // written by a version with other keys: nothing to compare it with
-  }
+  const std::optional<config::Config> stored = stored_config(ckpt, what);
+  if (!stored) return;
+  const data::DataConfig& then = stored->data;
   const std::string was = directions_text(then), is = directions_text(now);
   const auto kind = [](const std::string& dirs) { return dirs == "[]" ? std::string("bilingual") : "multilingual " + dirs; };
   if (was != is)
@@ -102,12 +115,9 @@ void check_vocabulary(const Checkpoint& ckpt, const std::string& what, const dat
 }
 
 void check_same_computation(const Checkpoint& ckpt, const model::ModelConfig& configured, const std::string& what) {
-  model::ModelConfig then;
-  try {
-    then = config::load_config_text(ckpt.config_yaml, what + " (its config)").model;
-  } catch (const config::ConfigError&) {
-    return;  // written by a version with other keys: nothing to compare it with
-  }
+  const std::optional<config::Config> stored = stored_config(ckpt, what);
+  if (!stored) return;
+  const model::ModelConfig& then = stored->model;
   const auto refuse = [&](const std::string& key, const std::string& was, const std::string& is) {
     throw CheckpointError(what + ": trained with model." + key + "=" + was + ", but the configured model has " + is +
                           " (the weights would load and compute something else; set model." + key + "=" + was + ")");
