@@ -188,6 +188,12 @@ refused "a multilingual checkpoint given to a bilingual config" "a multilingual 
   train.save_dir=bi > bi.log 2>&1 || { tail bi.log; fail "train the bilingual model"; }
 refused "a bilingual checkpoint given to a multilingual config" "a bilingual model (data.directions), but the config is multilingual" \
   "$TRANS" --config c.yaml data.shard_dir=bilingual --checkpoint bi/last.pt --input raw/val.de
+refused "--all-directions with --output" "--all-directions scores --split val or test of every direction" \
+  "$EVAL" --config c.yaml --checkpoint straight/last.pt --all-directions --output all.txt
+[ ! -e all.txt ] || fail "--all-directions with --output wrote all.txt"
+"$TRANS" --config c.yaml --checkpoint straight/last.pt --direction deen < /dev/null > out.txt 2> err.txt
+[ $? = 2 ] && grep -q -- "--direction: must be SRC-TGT, such as fr-en" err.txt || { cat err.txt; fail "--direction deen"; }
+echo "ok: refused --direction deen: $(head -1 err.txt)"
 cp -r stopped changed && rm -f changed/last.pt changed/update_12.pt changed/update_9.pt
 "$PRE" --config c.yaml 'data.directions=[de-en, en-de]' data.shard_dir=two > /dev/null 2>&1 || fail "preprocess two directions"
 refused "a resume whose directions changed" "a multilingual [de-en, en-de, fr-en, en-fr] model (data.directions), but the config is multilingual [de-en, en-de]" \
