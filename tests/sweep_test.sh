@@ -348,6 +348,25 @@ assert "| val BLEU (avg, beam 5) | val BLEU by direction | val lc-tok BLEU |" in
 assert f"| {float(rows['dec']['val_bleu']):.2f} | {rows['dec']['val_bleu_by_direction']} |" in md, md
 print(f"ok: point dec's directions as evaluate --all-directions gives them: {table}")
 PY
+# tools/tune_decoding.py on the multilingual point dec: each setting decoded in both directions;
+# the last5 / beam 5 / lenpen 1 row is the sweep's own evaluation (its average of the last 5).
+"$python" "$root/tools/tune_decoding.py" --build "$build" m.sweep dec --out mw --shards mshards_own --checkpoints last5 \
+  --beams 5 --lenpens 1.0,1.4 > m_tune.md 2> m_tune.log || { cat m_tune.log; fail "tune_decoding of a multilingual point"; }
+"$python" - <<'PY' || { cat m_tune.md; fail "tune_decoding of a multilingual point: rows against sacreBLEU and the sweep"; }
+import json, re, sacrebleu
+refs = {d: open(f"raw/val.{d[3:]}").read().splitlines() for d in ("de-en", "en-de")}
+rows = [[c.strip().strip("*") for c in l.strip("|\n").split("|")] for l in open("m_tune.md") if re.match(r"\| \**last5", l)]
+assert len(rows) == 2, rows
+for ck, beam, lp, bleu, lc_tok, by_direction in rows:
+    theirs = {d: sacrebleu.corpus_bleu(open(f"mw/dec/decoding/{ck}_b{beam}_lp{float(lp):g}.{d}.hyp").read().splitlines(),
+                                       [ref]).score for d, ref in refs.items()}
+    assert by_direction == ", ".join(f"{d} {s:.2f}" for d, s in theirs.items()), (by_direction, theirs)
+    assert abs(float(bleu) - sum(theirs.values()) / 2) <= 0.01, (bleu, theirs)
+sweep = json.load(open("mw/dec/result.json"))
+assert rows[0][5] == ", ".join(f"{d} {s['val_bleu']:.2f}" for d, s in sweep["directions"].items()), (rows[0], sweep)
+print(f"ok: tune_decoding on the multilingual point: each direction equals sacreBLEU, the BLEU their mean, "
+      f"and last5 / beam 5 / lenpen 1 is the sweep's row ({rows[0][5]})")
+PY
 cp m.csv m_before.csv
 "${SWEEP[@]}" m.sweep --out mw_elsewhere --shards mshards_own > m2.log 2>&1 || { cat m2.log; fail "multilingual sweep elsewhere"; }
 [ "$(grep -c ": finished in m.csv" m2.log)" = 3 ] && [ ! -e mw_elsewhere/src ] && cmp -s m.csv m_before.csv \

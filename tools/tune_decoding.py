@@ -18,7 +18,9 @@ recipe chosen over its seeds rather than on one seed's noise.
 
 Scores every setting of the grid (checkpoints x beams x lenpens) on the point's val split with
 `evaluate` (sacreBLEU) and tools/score_lc_tok.py (lowercased, tokenized), and prints a markdown
-table with the best row in bold (highest sacreBLEU; ties: lc-tok, then grid order). Checkpoints:
+table with the best row in bold (highest sacreBLEU; ties: lc-tok, then grid order). A
+multilingual point (data.directions) is decoded in each direction (evaluate --direction D); a
+setting's BLEU is the mean over them, and a column gives each direction's. Checkpoints:
 lastN (the average of the newest N update_N.pt), bestN (of the N validations with the lowest
 loss: the point must have trained with train.keep_best >= N), last (last.pt), best (best.pt).
 Files go to OUT/NAME/decoding/ (an ensemble: OUT/A+B+C/decoding/; averages, hypotheses,

@@ -2,7 +2,9 @@
 (tools/tune_decoding.py): which checkpoint (an average of the last N, of the N best validations,
 best.pt, last.pt), beam size and length penalty. Every setting is scored by evaluate (sacreBLEU)
 and tools/score_lc_tok.py; scores are kept in OUT/NAME/decoding/scores.json (an ensemble:
-OUT/A+B+C/decoding/), so a rerun scores only the settings it lacks."""
+OUT/A+B+C/decoding/), so a rerun scores only the settings it lacks. A multilingual point
+(data.directions) is scored in each of its directions and a setting's BLEU is their mean, as in
+the sweep's table: one decoding serves every direction of the one model."""
 import glob
 import itertools
 import json
@@ -13,6 +15,7 @@ import shlex
 import subprocess
 
 from .bleu import first_bleu, lc_tok_command
+from .context import point_directions
 from .errors import PointFailed, SweepError
 from .files import RESULT, read_json, write_atomic
 from .runner import describe_exit, say
@@ -117,6 +120,7 @@ class Tuner:
             for path in glob.glob(os.path.join(self.dir, "*.pt")):
                 os.remove(path)
         self.finished = finished
+        self.directions = point_directions(ctx.resolved[self.point.name])  # [] for one direction
 
     def run(self, cmd, stdout_path, stderr_path=None):
         """cmd with its output in stdout_path (and its errors in stderr_path, else there too)."""
@@ -145,21 +149,41 @@ class Tuner:
             return self.scores[key]
         stem = os.path.join(self.dir, f"{name}_b{beam}_lp{lenpen:g}")
         members = [word for point in self.points for word in ("--checkpoint", self.checkpoint(name, point))]
+        setting = {"checkpoint": name, "beam": beam, "lenpen": lenpen}
+        if self.directions:
+            by_direction = {d: self.score_direction(key, f"{stem}.{d}", members, beam, lenpen, d)
+                            for d in self.directions}
+            bleu = mean([s["val_bleu"] for s in by_direction.values()])
+            setting.update(val_bleu=bleu, val_lc_tok_bleu=mean([s["val_lc_tok_bleu"] for s in by_direction.values()]),
+                           val_bleu_line=f"mean BLEU = {bleu:.2f} over {by_direction_text(by_direction)}",
+                           directions=by_direction)
+        else:
+            setting.update(self.score_direction(key, stem, members, beam, lenpen))
+        self.scores[key] = setting
+        write_atomic(os.path.join(self.dir, SCORES),
+                     json.dumps({"finished": self.finished, "scores": self.scores}, indent=1) + "\n")
+        return setting
+
+    def score_direction(self, key, stem, members, beam, lenpen, direction=None):
+        """One setting's val BLEU (evaluate) and lc-tok BLEU, in one direction of a multilingual
+        point (evaluate --direction D) or in the config's only one."""
+        one = ["--direction", direction] if direction else []
         cmd = self.ctx.base_command(self.ctx.binary("eval", "evaluate"), self.point) + members + [
-            "--split", "val", "--beam", str(beam), "--lenpen", f"{lenpen:g}", "--output", stem + ".hyp"]
-        say(f"point {self.name}: {key}: {shlex.join(cmd)}")
+            "--split", "val", "--beam", str(beam), "--lenpen", f"{lenpen:g}", *one, "--output", stem + ".hyp"]
+        say(f"point {self.name}: {key}{' ' + direction if direction else ''}: {shlex.join(cmd)}")
         self.run(cmd, stem + ".out", stem + ".err")
         bleu, line = first_bleu(stem + ".out", "evaluate")
         lc_tok = None
-        scorer = lc_tok_command(self.ctx, self.point, stem + ".hyp")
+        scorer = lc_tok_command(self.ctx, self.point, stem + ".hyp", direction)
         if scorer:
             self.run(scorer, stem + ".lc_tok")
             lc_tok = first_bleu(stem + ".lc_tok", "score_lc_tok.py")[0]
-        self.scores[key] = {"checkpoint": name, "beam": beam, "lenpen": lenpen, "val_bleu": bleu,
-                            "val_bleu_line": line, "val_lc_tok_bleu": lc_tok}
-        write_atomic(os.path.join(self.dir, SCORES),
-                     json.dumps({"finished": self.finished, "scores": self.scores}, indent=1) + "\n")
-        return self.scores[key]
+        return {"val_bleu": bleu, "val_bleu_line": line, "val_lc_tok_bleu": lc_tok}
+
+
+def by_direction_text(directions):
+    """A setting's per-direction BLEU as one cell: "de-en 35.12, en-de 30.01"."""
+    return ", ".join(f"{d} {s['val_bleu']:.2f}" for d, s in directions.items())
 
 
 def best_row(rows):
@@ -168,10 +192,16 @@ def best_row(rows):
 
 
 def markdown(rows, best):
-    lines = [f"| checkpoint | beam | lenpen | val BLEU | val lc-tok |", "|---|---|---|---|---|"]
+    """The grid's table; a multilingual point's has a column of each setting's per-direction BLEU
+    (its val BLEU being their mean)."""
+    multilingual = any("directions" in r for r in rows)
+    extra = " val BLEU by direction |" if multilingual else ""
+    lines = [f"| checkpoint | beam | lenpen | val BLEU | val lc-tok |{extra}", "|---|---|---|---|---|" + "---|" * bool(extra)]
     for r in rows:
         cells = [r["checkpoint"], str(r["beam"]), f"{r['lenpen']:g}", f"{r['val_bleu']:.2f}",
                  "" if r["val_lc_tok_bleu"] is None else f"{r['val_lc_tok_bleu']:.2f}"]
+        if multilingual:
+            cells.append(by_direction_text(r.get("directions", {})))
         if r is best:
             cells = [f"**{c}**" for c in cells]
         lines.append("| " + " | ".join(cells) + " |")
