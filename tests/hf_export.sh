@@ -5,8 +5,8 @@
 # against the shards, the logits against the PyTorch reference forward within 1e-4, greedy
 # generate against our translate --beam 1 (>= 99% of lines), beam search with the export's
 # generation config against ours (BLEU within 0.1) and pipeline("translation"). Also the
-# exporter's refusals (a ScaleNorm or multilingual model among them): one line, exit 2, nothing
-# written or deleted.
+# exporter's refusals (a ScaleNorm model among them): one line, exit 2, nothing written or
+# deleted. Multilingual models in both tag placements, each in one direction, the same way.
 #   hf_export.sh BUILD_DIR PYTHON
 set -uo pipefail
 build=$1 python=$2
@@ -108,17 +108,62 @@ refused "a ScaleNorm model" "run_sn/last.pt: model.norm=scale (ScaleNorm) has no
   "${EXPORT[@]}" --checkpoint run_sn/last.pt --config c.yaml --output out_sn model.norm=scale
 [ ! -e out_sn ] || fail "a refused export wrote out_sn"
 
-# A multilingual model: its language tags have no place in transformers, refused by name.
-cat > ml.yaml <<'YAML'
-data: {raw_dir: raw, shard_dir: shards_ml, vocab_size: 40, num_shards: 1, max_tokens: 400,
-       directions: [de-en, en-de], lang_tag: source}
-model: {d_model: 32, ffn_dim: 64, heads: 4, encoder_layers: 1, decoder_layers: 1, dropout: 0.0}
-train: {max_updates: 5, threads: 1, validate_interval_updates: 5, save_dir: run_ml}
+# Multilingual models (de-en and en-de in one model): the tags go out as OPUS-MT's >>xx<<
+# codes. Under lang_tag source, en-de's sources are ">>de<< ..." text; under decoder, de-en
+# decodes from decoder_start_token_id = >>en<<. Each is compared in that direction, and an
+# export in the other direction's default is refused when data.tgt_lang is no target.
+for place in source decoder; do
+  cat > ml_$place.yaml <<YAML
+data: {raw_dir: raw, shard_dir: shards_$place, vocab_size: 40, num_shards: 1, max_tokens: 400,
+       directions: [de-en, en-de], lang_tag: $place}
+model: {d_model: 32, ffn_dim: 64, heads: 4, encoder_layers: 1, decoder_layers: 1, dropout: 0.0, pre_norm: true}
+optim: {label_smoothing: 0.0}
+schedule: {type: inverse_sqrt, lr: 0.003, warmup_updates: 50}
+train: {max_updates: 1500, threads: 1, log_interval: 500, validate_interval_updates: 1500, save_interval_updates: 1500, save_dir: run_$place}
+eval: {beam: 4, lenpen: 1.2}
 YAML
-"$PRE" --config ml.yaml > /dev/null 2>&1 || fail "preprocess the multilingual toy corpus"
-"$TRAIN" --config ml.yaml > train_ml.log 2>&1 \
-  || { tail -5 train_ml.log; fail "train the multilingual toy model"; }
-refused "a multilingual model" "run_ml/last.pt: is a multilingual model (data.directions = [de-en, en-de]); its language tags are not carried to transformers: export it with tools/export_ctranslate2.py" \
-  "${EXPORT[@]}" --checkpoint run_ml/last.pt --config ml.yaml --output out_ml
+  "$PRE" --config ml_$place.yaml > /dev/null 2>&1 || fail "preprocess the multilingual toy corpus ($place tags)"
+  "$TRAIN" --config ml_$place.yaml > train_$place.log 2>&1 || { tail -5 train_$place.log; fail "train the multilingual toy model ($place tags)"; }
+  echo "ok: trained the multilingual toy model with $place tags: $(grep -o 'best validation loss .*' train_$place.log)"
+done
+# same_direction_as_ours CONFIG EXPORT DIRECTION: tests/hf_parity.py on the direction's 500 lines.
+same_direction_as_ours() {
+  local config=$1 hf=$2 direction=$3 src=${3%-*} tgt=${3#*-} place=${1#ml_}
+  place=${place%.yaml}
+  cat "raw/val.$src" "raw/test_2016_flickr.$src" > "src.$direction" && head -460 "raw/train.$src" >> "src.$direction"
+  cat "raw/val.$tgt" "raw/test_2016_flickr.$tgt" > "ref.$direction" && head -460 "raw/train.$tgt" >> "ref.$direction"
+  local ckpt=run_$place/last.pt
+  "$TRANS" --config "$config" --checkpoint "$ckpt" --direction "$direction" --beam 1 --input "src.$direction" \
+    > ours.greedy 2> err.txt || { cat err.txt; fail "translate $ckpt --direction $direction --beam 1"; }
+  "$TRANS" --config "$config" --checkpoint "$ckpt" --direction "$direction" --input "src.$direction" \
+    > ours.beam 2> err.txt || { cat err.txt; fail "translate $ckpt --direction $direction"; }
+  "$python" "$here/hf_parity.py" "$ckpt" "$hf" "shards_$place" val raw/val "src.$direction" "ref.$direction" \
+    ours.greedy ours.beam "$direction" | sed "s/^/$direction: /" || fail "transformers does not run $hf as our model in $direction"
+}
+"${EXPORT[@]}" --checkpoint run_source/last.pt --config ml_source.yaml --output hf_source > export.log 2>&1 \
+  || { cat export.log; fail "export the multilingual model (source tags)"; }
+grep -q "directions de-en, en-de (language codes >>xx<< before the source text)" export.log \
+  || { cat export.log; fail "the multilingual export's line"; }
+same_direction_as_ours ml_source.yaml hf_source en-de
+"${EXPORT[@]}" --checkpoint run_decoder/last.pt --config ml_decoder.yaml --output hf_decoder > export.log 2>&1 \
+  || { cat export.log; fail "export the multilingual model (decoder tags)"; }
+grep -q "directions de-en, en-de (language codes >>xx<< as decoder_start_token_id)" export.log \
+  || { cat export.log; fail "the multilingual export's line"; }
+"$python" - <<'PY' || fail "the decoder-tag export's generation config and tokenizer"
+import json, transformers
+tok = transformers.AutoTokenizer.from_pretrained("hf_decoder")
+gen = json.load(open("hf_decoder/generation_config.json"))
+codes = [tok.convert_tokens_to_ids(c) for c in (">>de<<", ">>en<<")]
+assert gen["decoder_start_token_id"] == codes[1], (gen, codes)  # data.tgt_lang: en, the config's default
+assert set(codes) <= set(gen["suppress_tokens"]), gen  # never emitted
+line, last = open("raw/val.en").readline().strip(), max(tok.get_vocab().values())
+assert tok.tokenize(">>de<< " + line) == [">>de<<"] + tok.tokenize(line), tok.tokenize(">>de<< " + line)
+assert tok.decode(codes + [last], skip_special_tokens=True) == tok.decode([last]) != "", tok.decode(codes + [last])
+print(f"ok: the decoder-tag export starts from >>en<< ({codes[1]}) by default; >>de<< and >>en<< are one token each, "
+      f"never generated, and dropped by skip_special_tokens")
+PY
+same_direction_as_ours ml_decoder.yaml hf_decoder de-en
+refused "a decoder-tag export whose data.tgt_lang is no target" "data.tgt_lang 'fr' is not a target language of this model" \
+  "${EXPORT[@]}" --checkpoint run_decoder/last.pt --config ml_decoder.yaml --output out_ml data.tgt_lang=fr
 [ ! -e out_ml ] || fail "a refused export wrote out_ml"
-echo "hf export: pre-norm and post-norm compared on $(wc -l < src.txt) sentences"
+echo "hf export: pre-norm, post-norm and two multilingual models compared on $(wc -l < src.txt) sentences each"

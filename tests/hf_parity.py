@@ -9,7 +9,12 @@ our model and our translate:
   4. generate with the export's generation config (the recipe's beam and length penalty)
      scores within 0.1 BLEU of our `translate` at the same beam.
 
-  hf_parity.py CHECKPOINT EXPORT_DIR SHARD_DIR SHARD_SPLIT RAW_PREFIX SOURCES REFERENCES OURS_GREEDY OURS_BEAM
+A multilingual export is checked in one DIRECTION (its shard split SHARD_SPLIT.DIRECTION, our
+lines from translate --direction): under data.lang_tag source every source text starts with
+">>tgt<< ", as OPUS-MT's models take it; under decoder, generate and the decoder input start from
+the tag (decoder_start_token_id = the ">>tgt<<" token), as the shards' decoder_start says.
+
+  hf_parity.py CHECKPOINT EXPORT_DIR SHARD_DIR SHARD_SPLIT RAW_PREFIX SOURCES REFERENCES OURS_GREEDY OURS_BEAM [DIRECTION]
   hf_parity.py logits CHECKPOINT MODEL_DIR SHARD_DIR SOURCES REFERENCES     (2. alone: an import's check)
 
 (RAW_PREFIX: the split's raw text, RAW_PREFIX.SRC and RAW_PREFIX.TGT.)
@@ -38,11 +43,29 @@ def read_lines(path):
         return f.read().split("\n")[:-1]
 
 
-def check_tokenizer(tokenizer, shard_dir, split, raw_src, raw_tgt):
+class Direction:
+    """How text goes in and decoding starts for one direction of an export: a prefix for the
+    source text ("" or ">>de<< ") and generate's decoder_start_token_id."""
+
+    def __init__(self, tokenizer, manifest, split, direction=None):
+        self.src, self.tgt = direction.split("-") if direction else (manifest["src_lang"], manifest["tgt_lang"])
+        self.split = f"{split}.{direction}" if direction else split
+        tag_place = manifest.get("lang_tag", "none")
+        code = tokenizer.convert_tokens_to_ids(f">>{self.tgt}<<") if tag_place != "none" else None
+        self.prefix = f">>{self.tgt}<< " if tag_place == "source" else ""
+        self.start = code if tag_place == "decoder" else manifest["special_ids"]["bos"]
+        assert self.start == manifest["splits"][self.split].get("decoder_start", self.start), \
+            (self.split, self.start, manifest["splits"][self.split])
+
+    def sources(self, lines):
+        return [self.prefix + line for line in lines]
+
+
+def check_tokenizer(tokenizer, shard_dir, split, raw_src, raw_tgt, way):
     """The split's pairs as the tokenizer encodes them == the shards' (as multisets: the shards
     may keep another order), EOS dropped: make_batch adds it."""
     eos = tokenizer.eos_token_id
-    src = tokenizer(read_lines(raw_src)).input_ids
+    src = tokenizer(way.sources(read_lines(raw_src))).input_ids
     tgt = tokenizer(text_target=read_lines(raw_tgt)).input_ids
     assert all(s[-1] == eos for s in src + tgt), "the tokenizer does not end sequences with EOS"
     theirs = sorted((tuple(s[:-1]), tuple(t[:-1])) for s, t in zip(src, tgt))
@@ -53,14 +76,15 @@ def check_tokenizer(tokenizer, shard_dir, split, raw_src, raw_tgt):
     return good
 
 
-def check_logits(model, tokenizer, ckpt, manifest, sources, references):
+def check_logits(model, tokenizer, ckpt, manifest, sources, references, start=None):
     m, special = ckpt.model, manifest["special_ids"]
     reference.D, reference.H, reference.PAD = m.d_model, m.heads, special["pad"]
     reference.ENC, reference.DEC, reference.MAXPOS = m.encoder_layers, m.decoder_layers, m.max_positions
     reference.sinusoids = functools.lru_cache(maxsize=None)(reference.sinusoids)
     batch = tokenizer(sources[:BATCH], text_target=references[:BATCH], padding=True, return_tensors="pt")
     labels = batch.pop("labels")
-    decoder_in = torch.cat([torch.full((labels.shape[0], 1), special["bos"]), labels[:, :-1]], 1)
+    start = special["bos"] if start is None else start
+    decoder_in = torch.cat([torch.full((labels.shape[0], 1), start), labels[:, :-1]], 1)
     decoder_in = decoder_in.masked_fill(decoder_in == -100, special["pad"])
     with torch.no_grad():
         theirs = model(**batch, decoder_input_ids=decoder_in).logits
@@ -116,20 +140,22 @@ def main():
     if sys.argv[1] == "logits":
         return logits_only(*sys.argv[2:7])
     ckpt_path, export, shard_dir, split, raw_prefix, src_path, ref_path, greedy_path, beam_path = sys.argv[1:10]
+    direction = sys.argv[10] if len(sys.argv) > 10 else None
     torch.set_num_threads(1)
     tokenizer = transformers.AutoTokenizer.from_pretrained(export)
     model = transformers.AutoModelForSeq2SeqLM.from_pretrained(export).eval()
     ckpt = nmtrain_checkpoint.load(ckpt_path)
     with open(os.path.join(shard_dir, "manifest.json"), encoding="utf-8") as f:
         manifest = json.load(f)
-    sources, refs = read_lines(src_path), read_lines(ref_path)
-    good = check_tokenizer(tokenizer, shard_dir, split, f"{raw_prefix}.{manifest['src_lang']}",
-                           f"{raw_prefix}.{manifest['tgt_lang']}")
-    good &= check_logits(model, tokenizer, ckpt, manifest, sources, refs)
-    greedy = generate(model, tokenizer, sources, num_beams=1)
+    way = Direction(tokenizer, manifest, split, direction)
+    sources, refs = way.sources(read_lines(src_path)), read_lines(ref_path)
+    good = check_tokenizer(tokenizer, shard_dir, way.split, f"{raw_prefix}.{way.src}", f"{raw_prefix}.{way.tgt}", way)
+    good &= check_logits(model, tokenizer, ckpt, manifest, sources, refs, way.start)
+    # decoder_start_token_id given on each call, as a user picks the target language.
+    greedy = generate(model, tokenizer, sources, num_beams=1, decoder_start_token_id=way.start)
     good &= compare_lines("greedy generate against translate --beam 1", read_lines(greedy_path), greedy, refs,
                           GREEDY_SAME, None)
-    beam = generate(model, tokenizer, sources)
+    beam = generate(model, tokenizer, sources, decoder_start_token_id=way.start)
     good &= compare_lines(f"generate (beam {model.generation_config.num_beams}, length penalty "
                           f"{model.generation_config.length_penalty}) against translate", read_lines(beam_path), beam,
                           refs, 0.0, BLEU_TOLERANCE)

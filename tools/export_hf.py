@@ -12,8 +12,11 @@ SentencePiece model: source.spm = target.spm, vocab.json), pipeline("translation
 with the recipe's beam and length penalty (generation_config.json). DIR gets config.json,
 model.safetensors, generation_config.json, the tokenizer files and nmtrain.json (what made it).
 ScaleNorm has no stock equivalent and is refused; FixNorm exports as unit-length rows. A
-multilingual checkpoint (data.directions) is refused: its language tags have no place in
-transformers' Marian/Pegasus; tools/export_ctranslate2.py exports it.
+multilingual checkpoint (data.directions) keeps its language tags as OPUS-MT's codes: our "<2de>"
+is ">>de<<" in vocab.json, a special token of the tokenizer (never split, dropped by
+skip_special_tokens). Under data.lang_tag source it goes before the source text, as OPUS-MT's
+multilingual models take it (">>de<< Ein Hund ..."); under decoder it is generate's
+decoder_start_token_id, the generation config's default being the config's data.tgt_lang.
 DIR must not exist or be empty; --force replaces an earlier export there, and never a
 directory this tool did not write. Exit 0 done, 2 input refused (one line on stderr), 1 anything else."""
 import argparse
@@ -47,17 +50,29 @@ def check_model_section(ckpt, config, config_path):
 
 
 def refuse_unsupported(ckpt):
-    directions = (ckpt.config.get("data") or {}).get("directions") or []
-    if directions:
-        raise BadInput(f"{ckpt.path}: is a multilingual model (data.directions = [{', '.join(map(str, directions))}]); "
-                       f"its language tags are not carried to transformers: export it with tools/export_ctranslate2.py")
     if ckpt.model.norm == "scale":
         raise BadInput(f"{ckpt.path}: model.norm=scale (ScaleNorm) has no equivalent in transformers' Marian or "
                        f"Pegasus layers, which are LayerNorm only; export it with tools/export_ctranslate2.py")
 
 
+def marian_code(lang):
+    """A language tag as OPUS-MT's models spell it, which MarianTokenizer knows (">>de<<")."""
+    return f">>{lang}<<"
+
+
+def default_target(ckpt, config, vocab):
+    """The target language evaluate decodes into without --direction: data.tgt_lang of the
+    config and overrides, else of the checkpoint's config."""
+    tgt = (config.get("data") or {}).get("tgt_lang") or (ckpt.config.get("data") or {}).get("tgt_lang")
+    if tgt not in vocab.language_tags:
+        raise BadInput(f"data.tgt_lang '{tgt}' is not a target language of this model (directions "
+                       f"{', '.join(vocab.directions)}): the generation config's default needs one")
+    return tgt
+
+
 def generation_settings(ckpt, config, vocab):
-    """Our search's settings as transformers' GenerationConfig keywords."""
+    """Our search's settings as transformers' GenerationConfig keywords. Under data.lang_tag
+    decoder, the decoder starts from the target language's tag instead of BOS (data/source_tags.h)."""
     ev = dict(ckpt.config.get("eval") or {})
     ev.update(config.get("eval") or {})
     for key in ("beam", "lenpen"):
@@ -67,8 +82,11 @@ def generation_settings(ckpt, config, vocab):
     # Our search never emits pad, BOS or a source tag (eval/translator.cpp): removed from every
     # step's log-probabilities after normalising, as suppress_tokens does.
     never = [special["pad"], special["bos"]] + vocab.control_ids(exclude=special.values())
+    start = special["bos"]
+    if vocab.lang_tag == "decoder":
+        start = vocab.pieces.index(vocab.language_tags[default_target(ckpt, config, vocab)])
     return dict(num_beams=int(ev["beam"]), length_penalty=float(ev["lenpen"]), early_stopping=True,
-                max_length=ckpt.model.max_positions, decoder_start_token_id=special["bos"],
+                max_length=ckpt.model.max_positions, decoder_start_token_id=start,
                 bos_token_id=special["bos"], eos_token_id=special["eos"], pad_token_id=special["pad"],
                 forced_eos_token_id=special["eos"], suppress_tokens=sorted(set(never)))
 
@@ -80,16 +98,21 @@ def write_tokenizer(tmp, vocab, max_positions):
         for name, path in (("source.spm", vocab.spm_path), ("target.spm", vocab.target_spm_path),
                            ("vocab.json", vocab.vocab_json_path)):
             shutil.copyfile(path, os.path.join(tmp, name))
-    else:  # our joint SentencePiece model on both sides, its ids as vocab.json
+    else:  # our joint SentencePiece model on both sides, its ids as vocab.json, tags as >>xx<<
         for name in ("source.spm", "target.spm"):
             shutil.copyfile(vocab.spm_path, os.path.join(tmp, name))
+        codes = {tag: marian_code(lang) for lang, tag in vocab.language_tags.items()}
         with open(os.path.join(tmp, "vocab.json"), "w", encoding="utf-8") as f:
-            json.dump({piece: i for i, piece in enumerate(vocab.pieces)}, f, ensure_ascii=False, indent=1)
+            json.dump({codes.get(piece, piece): i for i, piece in enumerate(vocab.pieces)}, f, ensure_ascii=False,
+                      indent=1)
+    # Special, so that a tag is one token wherever it stands and decode(skip_special_tokens=True)
+    # drops the decoder's start tag: SentencePiece has no piece ">>de<<" to decode it by.
+    codes = sorted(marian_code(lang) for lang in (vocab.language_tags or {}))
     tokenizer = MarianTokenizer(os.path.join(tmp, "source.spm"), os.path.join(tmp, "target.spm"),
                                 os.path.join(tmp, "vocab.json"), source_lang=vocab.src_lang,
                                 target_lang=vocab.tgt_lang, unk_token=vocab.piece("unk"),
                                 eos_token=vocab.piece("eos"), pad_token=vocab.piece("pad"),
-                                model_max_length=max_positions)
+                                model_max_length=max_positions, **({"additional_special_tokens": codes} if codes else {}))
     tokenizer.save_pretrained(tmp)
 
 
@@ -142,17 +165,23 @@ def export(args):
         write_tokenizer(tmp, vocab, ckpt.model.max_positions)
         write_settings(tmp, {"format_version": LAYOUT.format_version, "checkpoint": os.path.abspath(ckpt.path),
                              "config": os.path.abspath(args.config), "overrides": list(args.overrides),
-                             "src_lang": vocab.src_lang, "tgt_lang": vocab.tgt_lang})
+                             "src_lang": vocab.src_lang, "tgt_lang": vocab.tgt_lang,
+                             **({"directions": list(vocab.directions), "lang_tag": vocab.lang_tag,
+                                 "language_codes": {lang: marian_code(lang) for lang in vocab.language_tags}}
+                                if vocab.directions else {})})
         extra = sorted(set(os.listdir(tmp)) - LAYOUT.files)
         if extra:  # a transformers version that writes more: --force could not replace it later
             raise RuntimeError(f"transformers wrote {extra}, which {PROG} does not know (LAYOUT.files)")
 
     replace_directory(args.output, write)
     m = ckpt.model
+    tags = {"source": "language codes >>xx<< before the source text",
+            "decoder": "language codes >>xx<< as decoder_start_token_id", "none": "no language codes"}
+    multilingual = f", directions {', '.join(vocab.directions)} ({tags[vocab.lang_tag]})" if vocab.directions else ""
     print(f"{PROG}: wrote {args.output}: {kind[0]} ({'pre' if m.pre_norm else 'post'}-norm"
           f"{', FixNorm as unit rows' if m.fix_norm else ''}), {m.encoder_layers}+{m.decoder_layers} layers, "
           f"d_model {m.d_model}, {m.heads} heads, vocabulary {m.vocab_size}, beam {generation['num_beams']}, "
-          f"length penalty {generation['length_penalty']}")
+          f"length penalty {generation['length_penalty']}{multilingual}")
 
 
 def main():
