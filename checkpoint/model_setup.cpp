@@ -33,7 +33,7 @@ model::Transformer inference_model(const model::ModelConfig& model_cfg, const Ch
 // version with other keys: nothing to compare it with).
 std::optional<config::Config> stored_config(const Checkpoint& ckpt, const std::string& what) {
   try {
-    return config::load_config_text(ckpt.config_yaml, what + " (its config)");
+    return config::load_stored_config(ckpt.config_yaml, what + " (its config)");
   } catch (const config::ConfigError&) {
     return std::nullopt;
   }
@@ -148,7 +148,7 @@ model::Transformer load_channel_model(const data::Manifest& manifest, const std:
   const std::string what = "eval.channel_checkpoint " + checkpoint_path;
   Checkpoint ckpt = load_checkpoint(checkpoint_path);
   check_vocabulary(ckpt, what, manifest);
-  const config::Config own = config::load_config_text(ckpt.config_yaml, checkpoint_path + " (its config)");
+  const config::Config own = config::load_stored_config(ckpt.config_yaml, checkpoint_path + " (its config)");
   if (own.data.src_lang != manifest.tgt_lang || own.data.tgt_lang != manifest.src_lang)
     throw CheckpointError(what + ": trained for " + own.data.src_lang + "->" + own.data.tgt_lang +
                           ", but the channel of " + manifest.src_lang + "->" + manifest.tgt_lang +

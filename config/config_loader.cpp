@@ -251,6 +251,15 @@ Field make_directions_field() {
   return f;
 }
 
+// True for a scalar text that reads as the number 0 ("0", "0.0", "-0").
+bool is_zero(const std::string& text) {
+  try {
+    return YAML::Node(text).as<double>() == 0.0;
+  } catch (const YAML::Exception&) {
+    return false;
+  }
+}
+
 // A temperature key: a number > 0, or the word `off_word` for 0, what the key does without a
 // temperature. An explicit 0 or less is refused, as fairseq's --sampling-temperature does.
 struct BadValue {
@@ -563,6 +572,24 @@ Config load_config_text(const std::string& yaml, const std::string& name, const 
   return from_yaml(root, name, overrides);
 }
 
+Config load_stored_config(const std::string& yaml, const std::string& name) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml);
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(fmt::format("{}: YAML syntax error: {}", where(name, e.mark), e.msg));
+  }
+  // Checkpoints written before the temperature keys took their off words stored "0.0" for off:
+  // what they meant then is read as such, while a config a user writes must say off / equal.
+  const std::pair<const char*, const char*> legacy[] = {{"sampling_temperature", "off"}, {"spm_temperature", "equal"}};
+  if (root.IsMap() && root["data"] && root["data"].IsMap())
+    for (const auto& [key, off_word] : legacy) {
+      YAML::Node value = root["data"][key];
+      if (value && value.IsScalar() && value.Scalar() != off_word && is_zero(value.Scalar())) root["data"][key] = off_word;
+    }
+  return from_yaml(root, name, {});
+}
+
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
   if (!fs::is_regular_file(path)) throw ConfigError("config file '" + path + "' does not exist");
   YAML::Node root;
@@ -620,6 +647,36 @@ void check_sampling(const Config& cfg, Fail&& fail) {
          "must be 1 with eval.sampling (a sampled translation is drawn token by token, not searched by a beam)");
 }
 
+// A multilingual model's training corpora (data/data_config.h, directed_training_corpora):
+// every direction gets one, no shard split is made twice ({train: 1, train.de-en: 1}), and a
+// corpus restricted to a pair of the model's languages names one of its directions (bt.fr-de
+// with fr-en and en-de trained is a typo, not a raw file prefix).
+template <typename Fail>
+void check_directed_corpora(const data::DataConfig& d, Fail&& fail) {
+  std::set<std::string> languages, covered, splits;
+  for (const auto& dir : d.directions) languages.insert({dir.src, dir.tgt});
+  for (const auto& [corpus, weight] : d.train_corpora) {
+    const auto dot = corpus.rfind('.');
+    const std::string suffix = dot == std::string::npos ? "" : corpus.substr(dot + 1);
+    const auto dash = suffix.find('-');
+    if (dash != std::string::npos && data::corpus_direction(d, corpus) == nullptr &&
+        languages.count(suffix.substr(0, dash)) && languages.count(suffix.substr(dash + 1)))
+      fail("data.train_corpora", corpus,
+           fmt::format("names direction '{}', which is not one of data.directions", suffix));
+  }
+  for (const auto& c : data::directed_training_corpora(d)) {
+    covered.insert(c.direction.name());
+    if (!splits.insert(c.split).second)
+      fail("data.train_corpora", c.split,
+           fmt::format("shard split '{}' would be made twice: corpus '{}' is read in every direction, and "
+                       "'{}' names it in {} alone", c.split, c.prefix, c.split, c.direction.name()));
+  }
+  for (const auto& dir : d.directions)
+    if (!covered.count(dir.name()))
+      fail("data.directions", dir.name(),
+           "has no training corpus: every data.train_corpora name is restricted to another direction");
+}
+
 // A multilingual model (data.directions) and the keys that depend on it.
 template <typename Fail>
 void check_directions(const Config& cfg, Fail&& fail) {
@@ -645,6 +702,10 @@ void check_directions(const Config& cfg, Fail&& fail) {
     if (set)
       fail(key, "set", "cannot be combined with data.directions (a multilingual model trains both directions "
                        "as directions of its own)");
+  if (!cfg.eval.channel_checkpoint.empty())
+    fail("eval.channel_checkpoint", cfg.eval.channel_checkpoint,
+         "noisy-channel reranking scores one direction's reverse model: it cannot be combined with data.directions");
+  check_directed_corpora(d, fail);
   for (const auto& [corpus, tag] : d.source_tags)
     for (const auto& t : targets)
       if (tag == data::language_tag(t))

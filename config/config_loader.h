@@ -20,6 +20,10 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
 // Parses YAML text as if it came from `name` (tests, --print-config round trip).
 Config load_config_text(const std::string& yaml, const std::string& name,
                         const std::vector<std::string>& overrides = {});
+// The config stored in a checkpoint (its config_yaml): load_config_text, except that values an
+// earlier version wrote and this one refuses from users (a temperature of 0 for off) read as
+// what they meant then.
+Config load_stored_config(const std::string& yaml, const std::string& name);
 // Applies one `a.b=value` override.
 void apply_override(Config& cfg, const std::string& assignment);
 // Ranges, choices, cross-field rules, and the files `needs` names. Throws ConfigError.

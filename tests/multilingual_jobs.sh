@@ -223,4 +223,21 @@ pre_refused "a language tag that is an ordinary piece of a reused vocabulary" "d
   data.spm_model=ordinary.model
 pre_refused "a language tag that is also a source tag" "is the language tag of target language 'en'" \
   'data.train_corpora={train: 1, train2: 1}' 'data.source_tags={train2: "<2en>"}'
+pre_refused "a direction without a training corpus" "config key 'data.directions' = 'de-en'" \
+  'data.train_corpora={extra.fr-en: 1}'
+grep -q "has no training corpus: every data.train_corpora name is restricted to another direction" err.txt || fail "no-corpus message"
+pre_refused "a corpus read twice in one direction" "shard split 'train.de-en' would be made twice" \
+  'data.train_corpora={train: 1, train.de-en: 1}'
+pre_refused "a corpus restricted to a pair not trained" "names direction 'fr-de', which is not one of data.directions" \
+  'data.train_corpora={train: 1, extra.fr-de: 1}'
+refused "noisy-channel reranking of a multilingual model" "noisy-channel reranking scores one direction's reverse model" \
+  "$EVAL" --config c.yaml --checkpoint stopped/last.pt eval.channel_checkpoint=stopped/last.pt --split val
+refused "a bilingual config on multilingual shards (train)" "config key 'data.directions' = [] but src_tag/manifest.json records [de-en, en-de, fr-en, en-fr]" \
+  "$TRAIN" --config c.yaml 'data.directions=[]' data.lang_tag=none data.sampling_temperature=off train.save_dir=bi_on_multi
+! compgen -G 'bi_on_multi/*.pt' > /dev/null && [ ! -s bi_on_multi/metrics.jsonl ] || { ls -la bi_on_multi; fail "a refused run wrote a checkpoint or metrics"; }
+cp -r stopped selection && rm -f selection/last.pt selection/update_12.pt selection/update_9.pt
+ls -l --time-style=+%s.%N selection > selection.before
+refused "a resume whose train.select_direction changed" "its best checkpoint and early stopping follow the mean over its directions (train.select_direction=''), this run's would follow de-en" \
+  "$TRAIN" --config c.yaml train.save_dir=selection train.select_direction=de-en --resume auto
+ls -l --time-style=+%s.%N selection | cmp -s - selection.before || fail "a refused resume changed selection/"
 echo "PASS multilingual"

@@ -75,6 +75,22 @@ TEST(Directions, ConfigParsesDirectionsTagsAndTemperatures) {
   EXPECT_EQ(config::load_config_text(config::to_yaml(config::Config{}), "defaults").data.sampling_temperature, 0.0);
 }
 
+// Checkpoints written before data.sampling_temperature took "off" stored 0.0 for it (every
+// bilingual run's, e.g. the En->Fr yardstick of 6f945af): their config still reads, as off, so
+// that resume, evaluate and translate keep comparing it, while a user's 0 stays refused.
+TEST(Directions, StoredConfigsOfEarlierVersionsReadTheirZeroTemperatureAsOff) {
+  const std::string earlier = "data:\n  sampling_temperature: 0.0\n  spm_temperature: 0\ntrain:\n  max_updates: 7\n";
+  const auto cfg = config::load_stored_config(earlier, "update_15500.pt (its config)");
+  EXPECT_EQ(cfg.data.sampling_temperature, 0.0);
+  EXPECT_EQ(cfg.data.spm_temperature, 0.0);
+  EXPECT_EQ(cfg.train.max_updates, 7);
+  EXPECT_THROW_WITH(config::load_config_text(earlier, "c.yaml"), config::ConfigError, "data.sampling_temperature",
+                    "must be a number > 0");
+  EXPECT_THROW_WITH(config::load_stored_config("data:\n  sampling_temperature: -1\n", "x.pt"), config::ConfigError,
+                    "data.sampling_temperature");
+  EXPECT_EQ(config::load_stored_config("data:\n  sampling_temperature: 2\n", "x.pt").data.sampling_temperature, 2.0);
+}
+
 TEST(Directions, ConfigRefusals) {
   using config::ConfigError;
   EXPECT_THROW_WITH(load({"data.directions=[de-en, fr-en, de-en]"}), ConfigError, "direction 'de-en' is listed twice");

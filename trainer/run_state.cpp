@@ -155,7 +155,7 @@ void Trainer::check_schedule_end_unchanged(const checkpoint::Checkpoint& c, cons
   if (now == 0) return;
   int64_t then = 0;
   try {
-    then = config::schedule_end_update(config::load_config_text(c.config_yaml, path + " (its config)"));
+    then = config::schedule_end_update(config::load_stored_config(c.config_yaml, path + " (its config)"));
   } catch (const config::ConfigError&) {
     return;  // written by a version with other keys: nothing to compare it with
   }
@@ -178,7 +178,7 @@ namespace {
 std::string precision_change_note(const config::Config& now, const checkpoint::Checkpoint& c, const std::string& path) {
   config::Precision then{};
   try {
-    then = config::load_config_text(c.config_yaml, path + " (its config)").train.precision;
+    then = config::load_stored_config(c.config_yaml, path + " (its config)").train.precision;
   } catch (const config::ConfigError&) {
     return "";  // written by a version with other keys: nothing to compare it with
   }
@@ -190,12 +190,34 @@ std::string precision_change_note(const config::Config& now, const checkpoint::C
                      name(then), name(now.train.precision));
 }
 
+// The best checkpoint, keep_best and patience compare one measure along a run: the mean of the
+// directions' validation losses or train.select_direction's. A resume that changes it would
+// compare the new measure with the best of the old, so it is refused.
+void check_selection_unchanged(const config::Config& now, const checkpoint::Checkpoint& c) {
+  std::string then;
+  try {
+    then = config::load_stored_config(c.config_yaml, "its config").train.select_direction;
+  } catch (const config::ConfigError&) {
+    return;  // written by a version with other keys: nothing to compare it with
+  }
+  const std::string& wanted = now.train.select_direction;
+  if (then == wanted) return;
+  const auto measure = [](const std::string& d) { return d.empty() ? std::string("the mean over its directions") : d; };
+  throw config::ConfigError(fmt::format(
+      // restore() names the checkpoint's path in front of this.
+      "its best checkpoint and early stopping follow {} (train.select_direction='{}'), this run's would follow {}: "
+      "resuming would compare the one with the best of the other; keep train.select_direction='{}', or start a new "
+      "run from it (train.finetune_from)",
+      measure(then), then, measure(wanted), then));
+}
+
 }  // namespace
 
 void Trainer::restore_from(const checkpoint::Checkpoint& c, const std::string& path) {
   checkpoint::check_same_directions(c, cfg_.data, path);  // first: it says why the vocabularies differ
   checkpoint::check_vocabulary(c, path, train_->manifest());
   check_schedule_end_unchanged(c, path);
+  check_selection_unchanged(cfg_, c);
   if (const std::string note = precision_change_note(cfg_, c, path); !note.empty()) log_.info(note);
   checkpoint::check_same_computation(c, model_->config(), path);
   checkpoint::load_model_weights(*model_, c.model, path);

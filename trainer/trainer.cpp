@@ -51,6 +51,9 @@ Trainer::Trainer(const config::Config& cfg, const dist::ProcessGroup& group, Ble
       log_.info("removed " + old + ", left by an interrupted run");
   comm_ = dist::make_communicator(cfg_.dist, group_, device_);
   runtime::check_every_rank_sees_the_run(cfg_, *comm_);  // before any rank reads shards: one message names the host
+  // Directions and languages first: a bilingual config on multilingual shards is told so, not
+  // that split 'train' is missing.
+  checkpoint::check_config_against_manifest(cfg_, data::Manifest::load(cfg_.data.shard_dir));
   std::vector<std::string> corpus_names;
   for (const auto& [name, weight] : data::training_shard_splits(cfg_.data)) corpus_names.push_back(name);
   train_ = std::make_unique<data::ShardedCorpus>(cfg_.data.shard_dir, corpus_names);
