@@ -69,6 +69,7 @@ struct TrainConfig {
   int64_t patience = 0;           // stop after N validations without improvement (0 = off)
   // A multilingual model's best checkpoint and early stopping follow the mean of its
   // directions' validation losses (and BLEU), or this one direction's ("de-en"); "" = the mean.
+  // A resume that changes it is refused (the best so far was of the other measure).
   std::string select_direction = "";
   std::string save_dir = "runs/default";  // checkpoints, logs and metrics.jsonl go here
   Device device = Device::kAuto;  // auto|cpu|cuda
