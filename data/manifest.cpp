@@ -43,6 +43,8 @@ void read_directions(const json& j, const std::string& path, Manifest& m) {
     m.directions.push_back(dirs[i].get<std::string>());
   }
   m.lang_tag = str_field(j, "lang_tag", "", path);
+  if (m.lang_tag != "none" && m.lang_tag != "source" && m.lang_tag != "decoder")
+    throw DataError(path + ": field 'lang_tag' = '" + m.lang_tag + "' is none of none, source, decoder");
 }
 
 // A split's counts, and a multilingual split's direction and decoder start (within the vocabulary).

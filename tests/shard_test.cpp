@@ -187,6 +187,12 @@ TEST(Shards, BadOffsetsAndManifestCounts) {
 TEST(Shards, CorruptManifest) {
   TempDir dir;
   write_shard_dir(dir.path(), random_pairs(10, 5, kVocab), 1, kVocab);
+  // A multilingual manifest whose lang_tag is none of none, source, decoder.
+  std::ifstream good_in(dir.file("manifest.json"));
+  std::string good((std::istreambuf_iterator<char>(good_in)), std::istreambuf_iterator<char>());
+  ASSERT_EQ(good.front(), '{');
+  nmt::testing::write_text(dir.file("manifest.json"), "{\"directions\": [\"de-en\"], \"lang_tag\": \"both\", " + good.substr(1));
+  EXPECT_THROW_WITH(ShardedCorpus(dir.path().string(), "train"), DataError, "manifest.json", "'lang_tag' = 'both'");
   nmt::testing::write_text(dir.file("manifest.json"), "{\"format_version\": 1, \"src_lang\": 3}");
   EXPECT_THROW_WITH(ShardedCorpus(dir.path().string(), "train"), DataError, "manifest.json", "src_lang");
   nmt::testing::write_text(dir.file("manifest.json"), "{not json");
