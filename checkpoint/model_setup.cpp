@@ -47,10 +47,6 @@ std::string bracketed(const std::vector<std::string>& names) {
 
 }  // namespace
 
-std::string lang_tag_name(data::LangTag tag) {
-  return tag == data::LangTag::kSource ? "source" : tag == data::LangTag::kDecoder ? "decoder" : "none";
-}
-
 std::string directions_text(const data::DataConfig& d) {
   std::vector<std::string> names;
   for (const auto& dir : d.directions) names.push_back(dir.name());
@@ -70,7 +66,7 @@ void check_config_against_manifest(const config::Config& cfg, const data::Manife
                               (it == cfg.origin.end() ? std::string("default") : it->second) + ") but " + manifest_path +
                               " records '" + theirs + "': the shards were made for " +
                               (manifest.directions.empty() ? manifest.src_lang + "->" + manifest.tgt_lang
-                                                           : "data.lang_tag " + manifest.lang_tag) +
+                                                           : std::string("data.lang_tag ") + data::lang_tag_name(manifest.lang_tag)) +
                               " (set the key to match, or preprocess again)");
   };
   const std::string ours = directions_text(cfg.data), theirs = manifest_directions_text(manifest);
@@ -79,7 +75,7 @@ void check_config_against_manifest(const config::Config& cfg, const data::Manife
                               ": the shards were made for " + (theirs == "[]" ? "one direction" : "other directions") +
                               " (set the key to match, or preprocess again)");
   if (!cfg.data.directions.empty()) {  // src_lang / tgt_lang choose among the directions (eval/translator.cpp)
-    check("data.lang_tag", lang_tag_name(cfg.data.lang_tag), manifest.lang_tag);
+    check("data.lang_tag", data::lang_tag_name(cfg.data.lang_tag), data::lang_tag_name(manifest.lang_tag));
     return;
   }
   check("data.src_lang", cfg.data.src_lang, manifest.src_lang);
@@ -98,8 +94,8 @@ void check_same_directions(const Checkpoint& ckpt, const data::DataConfig& now, 
                           (was == "[]" || is == "[]" ? "" : " (a run that changes its directions starts anew, or "
                                                             "fine-tunes with train.finetune_from)"));
   if (then.lang_tag != now.lang_tag)
-    throw CheckpointError(what + ": trained with data.lang_tag=" + lang_tag_name(then.lang_tag) + ", but the config has " +
-                          lang_tag_name(now.lang_tag) + " (the model would not find its language tags where it learnt them)");
+    throw CheckpointError(what + ": trained with data.lang_tag=" + data::lang_tag_name(then.lang_tag) + ", but the config has " +
+                          data::lang_tag_name(now.lang_tag) + " (the model would not find its language tags where it learnt them)");
 }
 
 model::ModelConfig model_config_for(const config::Config& cfg, const data::Manifest& manifest) {

@@ -20,7 +20,6 @@ void check_config_against_manifest(const config::Config& cfg, const data::Manife
 // "[de-en, en-de]": a config's data.directions, or a manifest's, as messages print them.
 std::string directions_text(const data::DataConfig& d);
 std::string manifest_directions_text(const data::Manifest& m);
-std::string lang_tag_name(data::LangTag tag);  // data.lang_tag's name: none|source|decoder
 
 // Refuses (CheckpointError naming `what`) a checkpoint trained on other data.directions or
 // another data.lang_tag than `now`'s: a multilingual checkpoint given to a bilingual config, the

@@ -681,9 +681,7 @@ void check_directed_corpora(const data::DataConfig& d, Fail&& fail) {
 template <typename Fail>
 void check_directions(const Config& cfg, Fail&& fail) {
   const data::DataConfig& d = cfg.data;
-  const auto tag_name = [&] {
-    return std::string(d.lang_tag == data::LangTag::kSource ? "source" : d.lang_tag == data::LangTag::kDecoder ? "decoder" : "none");
-  };
+  const auto tag_name = [&] { return std::string(data::lang_tag_name(d.lang_tag)); };
   if (d.directions.empty()) {
     if (d.lang_tag != data::LangTag::kNone) fail("data.lang_tag", tag_name(), "needs data.directions (a multilingual model)");
     if (!cfg.train.select_direction.empty())

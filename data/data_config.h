@@ -22,6 +22,20 @@ struct Direction {
 // --decoder-langtok).
 enum class LangTag { kNone, kSource, kDecoder };
 
+// data.lang_tag's names, as configs and manifests write them.
+inline const char* lang_tag_name(LangTag tag) {
+  return tag == LangTag::kSource ? "source" : tag == LangTag::kDecoder ? "decoder" : "none";
+}
+// The LangTag `name` names; false when it names none.
+inline bool parse_lang_tag(const std::string& name, LangTag& out) {
+  for (LangTag t : {LangTag::kNone, LangTag::kSource, LangTag::kDecoder})
+    if (name == lang_tag_name(t)) {
+      out = t;
+      return true;
+    }
+  return false;
+}
+
 struct DataConfig {
   std::string raw_dir = "../shared/data/multi30k";  // raw text in Multi30k layout: {split}.{lang}[.gz]
   std::string shard_dir = "data-bin/multi30k_de_en";  // where preprocess writes shards + manifest.json

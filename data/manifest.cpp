@@ -42,9 +42,9 @@ void read_directions(const json& j, const std::string& path, Manifest& m) {
     if (!dirs[i].is_string()) throw DataError(path + ": field 'directions[" + std::to_string(i) + "]' must be a string");
     m.directions.push_back(dirs[i].get<std::string>());
   }
-  m.lang_tag = str_field(j, "lang_tag", "", path);
-  if (m.lang_tag != "none" && m.lang_tag != "source" && m.lang_tag != "decoder")
-    throw DataError(path + ": field 'lang_tag' = '" + m.lang_tag + "' is none of none, source, decoder");
+  const std::string tag = str_field(j, "lang_tag", "", path);
+  if (!parse_lang_tag(tag, m.lang_tag))
+    throw DataError(path + ": field 'lang_tag' = '" + tag + "' is none of none, source, decoder");
 }
 
 // A split's counts, and a multilingual split's direction and decoder start (within the vocabulary).
@@ -81,7 +81,7 @@ std::string Manifest::to_json() const {
   j["special_ids"] = {{"pad", special.pad}, {"unk", special.unk}, {"bos", special.bos}, {"eos", special.eos}};
   if (!directions.empty()) {
     j["directions"] = directions;
-    j["lang_tag"] = lang_tag;
+    j["lang_tag"] = lang_tag_name(lang_tag);
   }
   json splits_json = json::object();
   for (const auto& [name, s] : splits) {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "data/data_config.h"
 #include "data/shard_format.h"
 
 namespace nmt::data {
@@ -48,7 +49,7 @@ struct Manifest {
   // A multilingual model's directions ("de-en", ...) and data.lang_tag (none|source|decoder);
   // empty, and absent from the file, for one direction (src_lang -> tgt_lang).
   std::vector<std::string> directions;
-  std::string lang_tag;
+  LangTag lang_tag = LangTag::kNone;
   SpecialIds special;
   std::map<std::string, SplitEntry> splits;
 

@@ -164,7 +164,7 @@ ShardVocabulary spm_vocabulary(const DataConfig& cfg, const std::string& proto) 
   check_reserved_symbols(sp, cfg, spm_source);
   if (!cfg.directions.empty()) {
     for (const Direction& d : cfg.directions) m.directions.push_back(d.name());
-    m.lang_tag = cfg.lang_tag == LangTag::kSource ? "source" : cfg.lang_tag == LangTag::kDecoder ? "decoder" : "none";
+    m.lang_tag = cfg.lang_tag;
   }
   return v;
 }

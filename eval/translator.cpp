@@ -76,12 +76,12 @@ void Translator::check_direction() {
 }
 
 void Translator::set_language_tag() {
-  if (manifest_.directions.empty() || manifest_.lang_tag == "none") return;
+  if (manifest_.directions.empty() || manifest_.lang_tag == data::LangTag::kNone) return;
   const int tag = tokenizer_.spm().PieceToId(data::language_tag(cfg_.data.tgt_lang));
   if (!tokenizer_.is_control(tag))
     throw data::DataError(cfg_.data.shard_dir + ": the vocabulary has no language tag " +
                           data::language_tag(cfg_.data.tgt_lang));
-  if (manifest_.lang_tag == "source") {
+  if (manifest_.lang_tag == data::LangTag::kSource) {
     source_prefix_ = {tag};
     return;
   }
