@@ -686,6 +686,8 @@ void check_directions(const Config& cfg, Fail&& fail) {
     if (d.lang_tag != data::LangTag::kNone) fail("data.lang_tag", tag_name(), "needs data.directions (a multilingual model)");
     if (!cfg.train.select_direction.empty())
       fail("train.select_direction", cfg.train.select_direction, "needs data.directions (a multilingual model)");
+    if (d.spm_temperature > 0)  // one language pair: its two sides are the whole sample
+      fail("data.spm_temperature", fmt::format("{}", d.spm_temperature), "needs data.directions (a multilingual model)");
     return;
   }
   std::set<std::string> targets;

@@ -223,6 +223,8 @@ pre_refused "a language tag that is an ordinary piece of a reused vocabulary" "d
   data.spm_model=ordinary.model
 pre_refused "a language tag that is also a source tag" "is the language tag of target language 'en'" \
   'data.train_corpora={train: 1, train2: 1}' 'data.source_tags={train2: "<2en>"}'
+pre_refused "a vocabulary temperature for one direction" "data.spm_temperature' = '2' (command line 'data.spm_temperature=2'): needs data.directions" \
+  'data.directions=[]' data.lang_tag=none data.sampling_temperature=off data.spm_temperature=2
 pre_refused "a direction without a training corpus" "config key 'data.directions' = 'de-en'" \
   'data.train_corpora={extra.fr-en: 1}'
 grep -q "has no training corpus: every data.train_corpora name is restricted to another direction" err.txt || fail "no-corpus message"
