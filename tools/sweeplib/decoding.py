@@ -18,6 +18,7 @@ from .bleu import first_bleu, lc_tok_command
 from .context import point_directions
 from .errors import PointFailed, SweepError
 from .files import RESULT, read_json, write_atomic
+from .points import by_direction as by_direction_text
 from .runner import describe_exit, say
 
 CHECKPOINT_RE = re.compile(r"(last|best)(\d*)\Z")
@@ -179,11 +180,6 @@ class Tuner:
             self.run(scorer, stem + ".lc_tok")
             lc_tok = first_bleu(stem + ".lc_tok", "score_lc_tok.py")[0]
         return {"val_bleu": bleu, "val_bleu_line": line, "val_lc_tok_bleu": lc_tok}
-
-
-def by_direction_text(directions):
-    """A setting's per-direction BLEU as one cell: "de-en 35.12, en-de 30.01"."""
-    return ", ".join(f"{d} {s['val_bleu']:.2f}" for d, s in directions.items())
 
 
 def best_row(rows):
