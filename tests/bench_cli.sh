@@ -50,6 +50,9 @@ err=$(python3 "$root/bench/decode" --gemm blas 2>&1); rc=$?
 [ "$rc" = 2 ] && grep -qF "argument --gemm: invalid choice: 'blas'" <<<"$err" || fail "decode --gemm blas: exit $rc: $err"
 err=$(python3 "$root/bench/decode" --config c.yaml --checkpoint m.pt --source "$scratch/no_such.de" 2>&1); rc=$?
 [ "$rc" = 2 ] && grep -qF "error: --source $scratch/no_such.de: no such file" <<<"$err" || fail "decode --source missing: exit $rc: $err"
+err=$(python3 "$root/bench/decode" --config "$scratch/no_such.yaml" --checkpoint m.pt --translate "$1/eval/translate" 2>&1); rc=$?
+[ "$rc" = 2 ] && [ "$(grep -c . <<<"$err")" = 1 ] && grep -qF "decode: error: $1/eval/translate --print-config: " <<<"$err" &&
+  grep -qF "no_such.yaml" <<<"$err" || fail "decode --config missing: exit $rc: $err"
 err=$(python3 "$root/bench/decode" --with-hf --sampling-topk 10 2>&1); rc=$?
 [ "$rc" = 2 ] && grep -qF "error: --with-hf times search only, not --sampling-topk" <<<"$err" || fail "decode --with-hf --sampling-topk: exit $rc: $err"
 err=$(python3 "$root/bench/decode" --with-hf --hf-model "$scratch" 2>&1); rc=$?

@@ -5,7 +5,8 @@
 # translated by our `translate --direction` and by tools/ct2_translate.py --direction: greedy
 # must agree on every line in two trained directions and one zero-shot direction, and
 # CTranslate2's forced scores equal the PyTorch reference's with the tag where training put it.
-# Also the refusals of ct2_translate.py's --direction and of the exporter (one line, exit 2).
+# bench/decode --direction on the same model (ours and CTranslate2 the same lines). Also the
+# refusals of ct2_translate.py's --direction, bench/decode's and the exporter's (one line, exit 2).
 #   ctranslate2_multilingual.sh BUILD_DIR PYTHON
 set -uo pipefail
 build=$1 python=$2
@@ -109,6 +110,24 @@ PY
 }
 check_mode source shards run
 check_mode decoder shards_dec run_dec
+
+# bench/decode times a multilingual model in --direction: ours and CTranslate2 write the same
+# lines there, but for the few that reach our per-sentence length limit (bench/decode gives
+# CTranslate2 the largest one for all, as its users call it); a direction it was not trained on
+# is refused before anything is timed.
+BENCH=("$python" "$here/../bench/decode" --config c.yaml --checkpoint run/last.pt --ct2-model ct2_source
+       --source src.de --beams 1 --rounds 1 --threads 1 --translate "$TRANS")
+"${BENCH[@]}" --direction de-fr > bench.json 2> bench.err || { tail -3 bench.err; fail "bench/decode --direction de-fr"; }
+"$python" - "$(wc -l < src.de)" <<'PY' || fail "bench/decode --direction de-fr: ours and CTranslate2 differ"
+import json, sys
+r, n = json.loads(open("bench.json").read().splitlines()[-1]), int(sys.argv[1])
+assert r["beam"] == 1 and r["sentences"] == n and r["identical_lines"] >= 0.99 * n, r
+print(f"ok: bench/decode --direction de-fr: {r['identical_lines']}/{n} lines identical to CTranslate2's")
+PY
+[ $? = 0 ] || exit 1
+refused "bench/decode in a direction not trained" \
+  "decode: error: direction en-fr: not a direction the model was trained on (de-en, de-fr, en-de)" \
+  "${BENCH[@]}" --direction en-fr
 
 # An empty line: under lang_tag source the model still reads the tag (ours translates it), under
 # decoder it is an empty translation without a model run, as ours.

@@ -10,7 +10,9 @@
 #   - a bilingual config on the same raw files writes no direction fields (its manifest's keys
 #     are today's);
 #   - training: per-direction validation losses in metrics.jsonl, which average to valid_loss,
-#     and in TensorBoard (valid/loss/de-en, by TensorBoard's own reader);
+#     and in TensorBoard (valid/loss/de-en, by TensorBoard's own reader); under
+#     train.validate_bleu each direction's BLEU too (valid/bleu/de-en), their mean or
+#     train.select_direction's chosen;
 #     a resume mid-run is bit for bit the run never stopped, and mpirun -np 2 equals -np 1 with
 #     update_freq 2, bit for bit;
 #   - evaluate --all-directions prints one row per direction and their mean; translate never
@@ -19,7 +21,7 @@
 #   - bad input, each one line and exit 2, nothing written: a direction whose files are
 #     missing, a language with no files, a direction listed twice, a temperature of 0 or less, a
 #     tag that clashes with a piece (an ordinary piece of a reused vocabulary, or a source tag),
-#     a language the model never saw, a multilingual checkpoint given to a bilingual config and
+#     a language the model never saw (evaluate and translate), a multilingual checkpoint given to a bilingual config and
 #     the reverse, a resume whose directions changed;
 #   - a corpus named "extra.fr-en" is read in fr-en only; an ensemble decodes a direction.
 #   multilingual_jobs.sh BUILD_DIR PYTHON
@@ -138,6 +140,34 @@ PY
 [ $? = 0 ] || exit 1
 grep -q "validation at update 12 | loss [0-9.]* | nll [0-9.]* | ppl [0-9.]* | de-en [0-9.]* en-de [0-9.]* fr-en [0-9.]* en-fr" \
   straight.log || { grep "validation at" straight.log; fail "the validation line lacks the directions"; }
+# train.validate_bleu: each direction's greedy BLEU at each validation, in metrics.jsonl, in
+# TensorBoard and on the one log line; the selected BLEU is their mean, or select_direction's.
+"$TRAIN" --config c.yaml train.save_dir=bleu train.max_updates=6 train.validate_bleu=true train.tensorboard=true \
+  > bleu.log 2>&1 || { tail bleu.log; fail "train with train.validate_bleu"; }
+"$TRAIN" --config c.yaml train.save_dir=bleu_fr train.max_updates=6 train.validate_bleu=true train.select_direction=en-fr \
+  > bleu_fr.log 2>&1 || { tail bleu_fr.log; fail "train with train.validate_bleu and select_direction"; }
+"$python" - <<'PY' || fail "per-direction validation BLEU"
+import json
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+dirs = ("de-en", "en-de", "fr-en", "en-fr")
+for run in ("bleu", "bleu_fr"):
+    recs = [json.loads(l) for l in open(f"{run}/metrics.jsonl") if '"valid"' in l]
+    assert recs, run
+    for r in recs:
+        per = [r[f"valid_bleu/{d}"] for d in dirs]
+        assert all(0 <= b <= 100 for b in per), (run, per)
+        want = r["valid_bleu/en-fr"] if run == "bleu_fr" else sum(per) / 4
+        assert abs(r["valid_bleu"] - want) < 1e-9, (run, per, r["valid_bleu"])
+acc = EventAccumulator("bleu", size_guidance={"scalars": 0})
+acc.Reload()
+missing = {f"valid/bleu/{d}" for d in dirs} - set(acc.Tags()["scalars"])
+assert not missing, missing
+print("ok: valid_bleu/<direction> for the four directions (TensorBoard: valid/bleu/<direction>); "
+      "valid_bleu is their mean, or train.select_direction's")
+PY
+[ $? = 0 ] || exit 1
+[ "$(grep -c "validation at update 6 | loss [0-9.]* | nll [0-9.]* | ppl [0-9.]* | bleu [0-9.]* | de-en [0-9.]*/[0-9.]* en-de [0-9.]*/[0-9.]* fr-en [0-9.]*/[0-9.]* en-fr [0-9.]*/[0-9.]*" bleu.log)" = 1 ] ||
+  { grep "validation at" bleu.log; fail "the validation line lacks each direction's BLEU"; }
 
 # Evaluate and translate choose the direction.
 "$EVAL" --config c.yaml --checkpoint straight/last.pt --split val --all-directions > table.txt 2> err.txt ||
@@ -181,6 +211,10 @@ refused "a direction not trained" "not a direction the model was trained on (de-
   "$TRANS" --config c.yaml --checkpoint straight/last.pt --direction fr-de --input raw/val.fr
 refused "a language never seen" "the model never translated into 'cs'" \
   "$EVAL" --config c.yaml --checkpoint straight/last.pt --direction en-cs
+refused "translating into a language never seen" "the model never translated into 'cs'" \
+  "$TRANS" --config c.yaml --checkpoint straight/last.pt --direction en-cs --input raw/val.en
+refused "translating into a language never seen, zero-shot" "the model never translated into 'cs'" \
+  "$TRANS" --config c.yaml --checkpoint straight/last.pt --direction fr-cs --zero-shot --input raw/val.fr
 refused "a multilingual checkpoint given to a bilingual config" "a multilingual [de-en, en-de, fr-en, en-fr] model" \
   "$TRANS" --config c.yaml data.shard_dir=bilingual 'data.directions=[]' data.lang_tag=none data.src_lang=de \
   data.tgt_lang=en --checkpoint straight/last.pt --input raw/val.de
