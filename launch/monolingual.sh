@@ -28,10 +28,11 @@
 #   mixed.yaml and mixed/ (the mixture's config and run), finetune.yaml and finetune/.
 # Run again, it skips the steps whose outputs are there and resumes the translation and the
 # training where they stopped. Each skipped step's output records what made it (OUTPUT.made-of:
-# its input files by content, the models, the decoding flags): run again with another MONO,
-# MODEL, MODEL_CONFIG or DECODE on the same WORK and the script stops (exit 2) naming what
-# changed, instead of training on the earlier run's text. Relative paths inside the configs are taken from the checkout, as
-# quickstart.sh takes them; those given here, from where it is run.
+# its input files by content, the models, the decoding flags, RAW_DIR's files): run again with
+# another MONO, MODEL, MODEL_CONFIG, DECODE or RAW_DIR on the same WORK and the script stops
+# (exit 2) naming what changed, instead of training on the earlier run's text. Relative paths
+# inside the configs are taken from the checkout, as quickstart.sh takes them; those given here,
+# from where it is run.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=launch/common.sh
@@ -108,6 +109,9 @@ fi
 
 mixed_raw=$work/raw
 record="mode $mode"$'\n'"input $(file_digest "$clean")"$'\n'"translation $(file_digest "$synthetic")"
+# The links to RAW_DIR's files are made in this step too: another RAW_DIR (other parallel text
+# beside the same monolingual-side files) must not leave them pointing at the old one.
+for f in "$raw"/*; do [ -f "$f" ] && record+=$'\n'"parallel $(file_digest "$f") $(basename "$f")"; done
 if ! step_done "$me" "$mixed_raw/synthetic.$src" "$record"; then
   echo "== the synthetic corpus: $mixed_raw/synthetic.{$src,$tgt}, beside links to $raw's files"
   mkdir -p "$mixed_raw"

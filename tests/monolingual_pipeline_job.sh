@@ -69,14 +69,25 @@ grep -q "== clean\|== translate\|== the synthetic corpus" again.log && fail "a f
 [ "$(sha256sum < work/synthetic.de)" = "$synth_sum" ] || fail "the synthetic corpus changed"
 echo "ok: run again, the finished steps were skipped and both trainings resumed"
 
-# Run again with another MONO or other decoding on the same WORK: the finished steps were made from
-# something else, so the script stops naming what changed (never trains on the earlier text).
+# Run again with another MONO, decoding, MODEL, MODEL_CONFIG or RAW_DIR on the same WORK: the
+# finished steps were made from something else, so the script stops naming what changed (never
+# trains on the earlier text).
 head -300 mono.en > mono_other.en
 clean_sum=$(sha256sum < work/mono.en)
-for change in "MONO=mono_other.en:mono" "DECODE=--beam 3:decode"; do
+# Another RAW_DIR with the same English files but other German text changes only the parallel
+# corpus the synthetic step links beside the synthetic pair.
+cp -r raw raw_other && sed -i '1s/^/noch /' raw_other/train.de
+{ cat rev.yaml; echo "# the same settings in another file"; } > rev_other.yaml  # other bytes: the record is by content
+for change in "MONO=mono_other.en:mono" "DECODE=--beam 3:decode" "MODEL=rev_run/update_20.pt:model" \
+              "MODEL_CONFIG=rev_other.yaml:model_config" "RAW_DIR=raw_other:parallel"; do
   rc=0
-  pipeline changed.log "${bt[@]}" "${change%%:*}" || rc=$?
-  [ $rc = 2 ] && grep -q "work/.*was made from other inputs or settings (changed: ${change##*:}" changed.log ||
+  if [ "${change%%=*}" = RAW_DIR ]; then  # the positional argument
+    env BUILD_DIR="$build" CONFIG=recipe.yaml MONO=mono.en WORK=work "${bt[@]}" bash "$here/../launch/monolingual.sh" \
+      raw_other > changed.log 2>&1 || rc=$?
+  else
+    pipeline changed.log "${bt[@]}" "${change%%:*}" || rc=$?
+  fi
+  [ $rc = 2 ] && grep -q "work/.*was made from other inputs or settings (changed: ${change##*:};" changed.log ||
     { tail -5 changed.log; fail "a rerun with ${change%%:*} was not refused naming ${change##*:}: exit $rc"; }
   echo "ok: refused a rerun with ${change%%:*}: $(grep -o 'error: .*' changed.log | cut -c1-150)"
 done
