@@ -4,7 +4,8 @@
 # (its last.pt equals an uninterrupted run's) with the rest of its time budget; the table's
 # numbers are checked against metrics.jsonl and a direct `evaluate`. Also: a point whose
 # overrides changed after it finished, a failing point, and bad sweep files (exit 2, FILE:LINE,
-# nothing written); --only; a multilingual sweep (per-direction evaluation, mean BLEU, own shards).
+# nothing written); --only; a multilingual sweep (per-direction evaluation, mean BLEU, own shards);
+# own shards reused only while their raw files are the same (by content).
 #   sweep_test.sh BUILD_DIR PYTHON
 set -uo pipefail
 build=$(cd "$1" && pwd) python=$2  # absolute: job_env.sh moves to a scratch directory
@@ -177,6 +178,22 @@ assert [rows[p]["vocab_size"] for p in ("v1", "v2", "base")] == ["36", "36", "40
 assert all(r["status"] == "finished" and r["spm_model_type"] == "unigram" for r in rows.values()), rows
 PY
 echo "ok: two points with data.vocab_size=36 share one preprocess into $own; the table has the data columns"
+# Those shards record their raw files by content: reused only while the files are the same.
+# Another text under the same raw_dir is refused, naming the file, and the shards stay as they are.
+[ -f "$own/raw-files.json" ] || fail "no raw-files.json in $own"
+cp raw/train.de train.de.kept && sed -i '1s/^/noch /' raw/train.de
+sum_before=$(cat "$own"/* | sha256sum)
+printf 'config c.yaml\ncommon train.max_updates=10\npoint v3 data.vocab_size=36\n' > d2.sweep
+"${SWEEP[@]}" d2.sweep --out dw2 --shards dshards > d2.log 2>&1; rc=$?
+[ $rc -eq 1 ] && grep -q "point v3: FAILED: $own was preprocessed from other raw files (changed: train.de; " d2.log ||
+  { cat d2.log; fail "shards of other raw files reused: exit $rc"; }
+[ "$(cat "$own"/* | sha256sum)" = "$sum_before" ] && [ ! -e dw2/v3/result.json ] || fail "a refused reuse changed $own or ran v3"
+echo "ok: shards of other raw files refused: $(grep -o 'FAILED: .*' d2.log | cut -c1-150)"
+cp train.de.kept raw/train.de && rm "$own/raw-files.json"  # made before records were kept: recorded now
+"${SWEEP[@]}" d2.sweep --out dw3 --shards dshards > d3.log 2>&1 || { cat d3.log; fail "shards without a record"; }
+grep -q "point v3: $own had no record of its raw files; recorded them as they are now" d3.log && [ -f "$own/raw-files.json" ] ||
+  { cat d3.log; fail "a shard directory without a record"; }
+echo "ok: a shard directory without a record is recorded once and reused"
 
 # --- A point that fails: reported with its log, the next point still runs, exit 1.
 printf 'config c.yaml\ncommon train.max_updates=20\npoint broken data.shard_dir=no_shards\npoint fine\n' > f.sweep

@@ -45,8 +45,10 @@ type, languages, raw_dir, splits, num_shards, max_len, directions, lang_tag, spm
 no data.shard_dir of its own trains on shards made for it:
 SHARDS/<src>-<tgt>_<type><vocab>_<hash of those settings> (multilingual: multi<N directions>_...;
 SHARDS: --shards, default runs/sweeps/shards), preprocessed once before its training (log
-OUT/NAME/preprocess.out) and reused by every point, of any sweep, with the same settings. Other
-points use the config's data.shard_dir as it is.
+OUT/NAME/preprocess.out) and reused by every point, of any sweep, with the same settings, as
+long as the raw files of its languages are those it was made from (by content, recorded in its
+raw-files.json): other text under the same raw_dir fails the point, naming the files, and the
+shards stay as they are. Other points use the config's data.shard_dir as it is.
 
 OUT/table.md and OUT/table.csv, and the same two tables beside the sweep file (SWEEP_FILE's stem
 .md and .csv, to be committed), rewritten atomically when a point starts and ends (the markdown

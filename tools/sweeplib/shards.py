@@ -73,6 +73,54 @@ def assign_shard_dirs(ctx):
             ctx.shard_dirs[point.name] = own_shard_dir(ctx, point)
 
 
+# Beside a shared shard directory: the raw files it was preprocessed from, by content. The
+# directory's name covers the settings and data.raw_dir's path, not what the files there hold.
+RAW_RECORD = "raw-files.json"
+
+
+def raw_files(resolved):
+    """{name: sha256} of the data.raw_dir files preprocess may read for these settings: every
+    NAME.LANG[.gz] of a language of the config (its pair, or its directions)."""
+    raw = resolved.get("data.raw_dir") or "."
+    languages = {resolved.get("data.src_lang"), resolved.get("data.tgt_lang")}
+    for direction in point_directions(resolved):
+        languages.update(direction.split("-", 1))
+    suffixes = tuple(f".{lang}{gz}" for lang in languages if lang for gz in ("", ".gz"))
+    digests = {}
+    for name in sorted(os.listdir(raw)) if os.path.isdir(raw) else []:
+        path = os.path.join(raw, name)
+        if name.endswith(suffixes) and os.path.isfile(path):
+            sha = hashlib.sha256()
+            with open(path, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    sha.update(block)
+            digests[name] = sha.hexdigest()
+    return digests
+
+
+def check_raw_files(point, shard_dir, resolved):
+    """Existing shards are reused only if made from the same raw files; a directory without a
+    record (made before records were kept) gets one now."""
+    path, now = os.path.join(shard_dir, RAW_RECORD), raw_files(resolved)
+    if not os.path.isfile(path):
+        record_raw_files(shard_dir, now)
+        say(f"point {point.name}: {shard_dir} had no record of its raw files; recorded them as they are now")
+        return
+    with open(path) as f:
+        made_of = json.load(f)
+    if made_of != now:
+        changed = sorted(n for n in set(made_of) | set(now) if made_of.get(n) != now.get(n))
+        raise PointFailed(f"{shard_dir} was preprocessed from other raw files (changed: {', '.join(changed)}; "
+                          f"{path} has what made it): remove {shard_dir} to preprocess again", path)
+
+
+def record_raw_files(shard_dir, digests):
+    path = os.path.join(shard_dir, RAW_RECORD)
+    with open(path + ".tmp", "w") as f:
+        json.dump(digests, f, indent=1, sort_keys=True)
+    os.replace(path + ".tmp", path)
+
+
 def preprocess_command(ctx, point):
     """preprocess's command for the point's own shards, or None when it has none or they exist."""
     shard_dir = ctx.shard_dirs.get(point.name)
@@ -93,10 +141,14 @@ def ensure_shards(ctx, point):
 
 def preprocess_point(ctx, point):
     cmd, log = preprocess_command(ctx, point), ctx.path(point, "preprocess.out")
+    shard_dir = ctx.shard_dirs[point.name]
     if cmd is None:
+        check_raw_files(point, shard_dir, ctx.resolved[point.name])
         return
+    digests = raw_files(ctx.resolved[point.name])  # before: a file changed meanwhile is not blessed
     say(f"point {point.name}: preprocessing its data settings: {shlex.join(cmd)} > {log}")
     with open(log, "wb") as out:
         rc = ctx.runner.run(cmd, out, subprocess.STDOUT)
     if rc != 0:
         raise PointFailed(f"preprocess ended with {describe_exit(rc)}", log)
+    record_raw_files(shard_dir, digests)
