@@ -3,7 +3,8 @@
 # - it trains, averages the last eval.average_last checkpoints (checked against the mean
 #   of those files' weights in PyTorch) and scores the test set both ways;
 # - run again with a larger budget, it resumes the run instead of starting over;
-# - a run directory of another model is refused with the reason, and left as it was.
+# - a run directory of another model is refused with the reason, and left as it was;
+# - a multilingual recipe is scored in each of its directions.
 #   quickstart_job.sh BUILD_DIR PYTHON
 set -uo pipefail
 build=$1 python=$2
@@ -55,6 +56,28 @@ if quickstart model.d_model=16; then fail "a run directory of another model was 
 grep -q "train: error: .*last.pt: parameter .* has shape" out.txt || { cat out.txt; fail "no clear error"; }
 [ "$(sha256sum run/last.pt)" = "$before" ] || fail "the refused run changed last.pt"
 echo "ok: another model's run directory refused: $(grep 'train: error' out.txt | head -c 160)"
+
+# A multilingual recipe (data.directions): trained once, scored in each of its directions both
+# ways, each direction's hypotheses in their own file, as `evaluate --direction` decodes them.
+cat > multi.yaml <<'YAML'
+data: {vocab_size: 42, num_shards: 2, max_tokens: 300, directions: [de-en, en-de], lang_tag: decoder}
+model: {d_model: 32, ffn_dim: 64, heads: 4, encoder_layers: 1, decoder_layers: 1, dropout: 0.0}
+schedule: {type: inverse_sqrt, lr: 0.003, warmup_updates: 10}
+train: {max_updates: 40, threads: 1, log_interval: 20, validate_interval_updates: 20, save_interval_updates: 10, keep_last: 5}
+eval: {beam: 2, average_last: 3}
+YAML
+BUILD_DIR=$build CONFIG=multi.yaml RUN_DIR=multi SHARD_DIR=multi_shards bash "$here/../launch/quickstart.sh" raw > multi.txt 2>&1 ||
+  { rc=$?; tail -20 multi.txt; fail "the multilingual quickstart: exit $rc"; }
+grep -qF "test_2016_flickr hypotheses in $tmp/multi/test_2016_flickr.hyp.de-en $tmp/multi/test_2016_flickr.hyp.en-de" multi.txt ||
+  { tail -3 multi.txt; fail "the multilingual quickstart's last line"; }
+[ "$(grep -c '^BLEU = ' multi.txt)" = 4 ] || { cat multi.txt; fail "multilingual: expected sacreBLEU and lc-tok lines for each direction"; }
+for d in de-en en-de; do
+  "$build/eval/evaluate" --config multi.yaml data.raw_dir=raw data.shard_dir=multi_shards --checkpoint multi/averaged.pt \
+    --split test --direction $d --output $d.hyp > $d.txt 2>&1 || { cat $d.txt; fail "evaluate --direction $d"; }
+  cmp -s $d.hyp multi/test_2016_flickr.hyp.$d || fail "the quickstart's $d hypotheses differ from evaluate --direction $d's"
+  grep -qF "$(grep -m1 '^BLEU = ' $d.txt)" multi.txt || { cat $d.txt; fail "$d's BLEU line differs from evaluate's"; }
+done
+echo "ok: a multilingual recipe scored in de-en and en-de, each as evaluate --direction scores it"
 
 # SEEDS: one member per seed, each the recipe trained alone with that seed (bit for bit), and
 # the test set decoded once by their ensemble, as `evaluate` with both checkpoints decodes it.
