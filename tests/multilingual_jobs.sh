@@ -230,8 +230,10 @@ refused "--all-directions with --output" "--all-directions scores --split val or
 echo "ok: refused --direction deen: $(head -1 err.txt)"
 cp -r stopped changed && rm -f changed/last.pt changed/update_12.pt changed/update_9.pt
 "$PRE" --config c.yaml 'data.directions=[de-en, en-de]' data.shard_dir=two > /dev/null 2>&1 || fail "preprocess two directions"
+ls -l --time-style=+%s.%N changed > changed.before
 refused "a resume whose directions changed" "a multilingual [de-en, en-de, fr-en, en-fr] model (data.directions), but the config is multilingual [de-en, en-de]" \
   "$TRAIN" --config c.yaml 'data.directions=[de-en, en-de]' data.shard_dir=two train.save_dir=changed --resume auto
+ls -l --time-style=+%s.%N changed | cmp -s - changed.before || fail "a refused resume with other directions changed changed/"
 pre_refused() {  # NAME TEXT ARGS...: preprocess refuses, and writes no shard directory
   local name=$1 want=$2; shift 2
   refused "$name" "$want" "$PRE" --config c.yaml data.shard_dir=refused "$@"
